@@ -1,0 +1,3 @@
+"""engram-memory: governed long-term memory for AI agents over MCP."""
+
+__version__ = "0.1.0"

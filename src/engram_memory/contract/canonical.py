@@ -1,0 +1,106 @@
+"""Canonical JSON (RFC 8785) and domain-separated digests: the identity of everything we keep.
+
+`rfc8785` neither NFC-normalises nor rejects `-0`, so both are checked here first: two values that
+print differently must never share a digest, and one value must never have two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+from typing import Any
+
+import rfc8785
+
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+_DIGEST_RE = re.compile(DIGEST_PATTERN)
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+class CanonicalError(ValueError):
+    """A value that has no canonical form: non-NFC text, -0, NaN, unsafe integers, non-JSON types."""
+
+
+def _check(value: Any) -> None:
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise CanonicalError("unsafe integer")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanonicalError("non-finite number")
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise CanonicalError("negative zero")
+        return
+    if isinstance(value, str):
+        _check_text(value)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CanonicalError("non-string key")
+            _check_text(key)
+            _check(item)
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            _check(item)
+        return
+    raise CanonicalError("not a JSON value")
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CanonicalError("lone surrogate") from exc
+    if not unicodedata.is_normalized("NFC", text):
+        raise CanonicalError("text is not NFC")
+
+
+def canonical_json(value: Any) -> bytes:
+    """RFC 8785 bytes of `value`; raises CanonicalError when it has no canonical form."""
+    _check(value)
+    try:
+        return bytes(rfc8785.dumps(value))
+    except rfc8785.CanonicalizationError as exc:
+        raise CanonicalError(str(exc)) from exc
+
+
+def digest_bytes(domain: str, data: bytes) -> str:
+    """`sha256:` hex of `domain || 0x00 || data`: the domain keeps digests of different kinds apart."""
+    return "sha256:" + hashlib.sha256(domain.encode("utf-8") + b"\x00" + data).hexdigest()
+
+
+def digest(domain: str, value: Any) -> str:
+    """Domain-separated digest of the canonical JSON of `value` (SPEC §3)."""
+    return digest_bytes(domain, canonical_json(value))
+
+
+def is_digest(text: str) -> bool:
+    return _DIGEST_RE.fullmatch(text) is not None
+
+
+# Domains. The payload domain is the reference design's; the others are ours and versioned.
+PAYLOAD_DOMAIN = "graphify-memory/payload/v2"
+EVIDENCE_DOMAIN = "engram-memory/evidence/v1"
+OPERATION_DOMAIN = "engram-memory/operation/v1"
+JOURNAL_DOMAIN = "engram-memory/journal/v1"
+JOURNAL_GENESIS_DOMAIN = "engram-memory/journal-genesis/v1"
+TRANSACTION_DOMAIN = "engram-memory/transaction/v1"
+DECISION_DOMAIN = "engram-memory/decision/v1"
+AUTHORIZATION_DOMAIN = "engram-memory/authorization/v1"
+REVALIDATION_DOMAIN = "engram-memory/revalidation/v1"
+READ_RECEIPT_DOMAIN = "engram-memory/read-receipt/v1"
+PACKET_DOMAIN = "engram-memory/packet/v1"
+REDACTION_DOMAIN = "engram-memory/redaction/v1"
+RANK_REQUEST_DOMAIN = "engram-memory/rank-request/v1"
+RANK_ORDER_DOMAIN = "engram-memory/rank-order/v1"
+RANK_RECEIPT_DOMAIN = "engram-memory/rank-receipt/v1"
+RESPONSE_DOMAIN = "engram-memory/search-response/v1"
+COVERAGE_DOMAIN = "engram-memory/coverage/v1"
+POLICY_DOMAIN = "engram-memory/policy/v1"

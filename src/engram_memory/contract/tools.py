@@ -1,0 +1,36 @@
+"""The six agent tools by name, and what kind of operation each one is.
+
+Names are the contract's; everything that dispatches on a tool uses these constants.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Tool(StrEnum):
+    SEARCH = "engram_memory_search"
+    GET = "engram_memory_get"
+    CAPTURE = "engram_memory_capture"
+    REQUEST_ADMISSION = "engram_memory_request_admission"
+    WITHDRAW = "engram_memory_withdraw"
+    FORGET = "engram_memory_forget"
+
+    @property
+    def short_name(self) -> str:
+        return self.value.removeprefix("engram_memory_")
+
+
+ALL_TOOLS: tuple[Tool, ...] = tuple(Tool)
+READ_ONLY_TOOLS = frozenset({Tool.SEARCH, Tool.GET})
+MUTATING_TOOLS = frozenset({Tool.CAPTURE, Tool.REQUEST_ADMISSION, Tool.WITHDRAW, Tool.FORGET})
+ALWAYS_GATED_TOOLS = frozenset({Tool.WITHDRAW, Tool.FORGET})
+OPTIONALLY_GATED_TOOLS = frozenset({Tool.CAPTURE, Tool.REQUEST_ADMISSION})
+
+
+def tool_from_name(name: str) -> Tool | None:
+    """The tool a full name (`engram_memory_search`) or short name (`search`) refers to."""
+    for tool in Tool:
+        if name in (tool.value, tool.short_name):
+            return tool
+    return None

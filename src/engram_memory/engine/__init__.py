@@ -1,0 +1,1 @@
+"""How promises are kept: lifecycle, journal, idempotency, sealing, admission, ranking, recall."""

@@ -1,0 +1,202 @@
+"""Request admission (SPEC §4, §8): the host's policy decides, the engine applies it atomically.
+
+Accepting re-seals the body under the new record's own data key, indexes it, and destroys the
+candidate's copy, so exactly one readable body exists. Rejecting destroys the candidate's key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.ids import new_record_id
+from engram_memory.contract.instants import parse_instant
+from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
+from engram_memory.contract.tools import Tool
+from engram_memory.engine import journal
+from engram_memory.engine.admission import CandidateFacts, Decision, Verdict, decide
+from engram_memory.engine.calls import Call
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.gate import GateRequest, check_gate, consume
+from engram_memory.engine.idempotency import operation_digest, replayed_response
+from engram_memory.engine.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
+from engram_memory.engine.ports import CandidateRow, IdempotencyRow, JournalEvent, RecordRow, StoreTx
+from engram_memory.engine.projection import index_fields
+from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
+from engram_memory.engine.sealing import body_aad, open_sealed, seal
+
+_STATUS = {
+    Verdict.ACCEPT: "accepted",
+    Verdict.REJECT: "rejected",
+    Verdict.ADJUDICATE: "pending_adjudication",
+    Verdict.DUPLICATE: "duplicate_exact",
+}
+
+
+def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, ILLEGAL_TRANSITION, DIGEST_CONFLICT,
+    POLICY_UNAVAILABLE, POLICY_STALE, gate_failed (when required), BLOB_MISSING, STORE_UNAVAILABLE,
+    MUTATION_OUTCOME_UNKNOWN."""
+    policy = deps.policies.current()
+    op_digest = operation_digest(Tool.REQUEST_ADMISSION, arguments)
+    with deps.store.write() as tx:
+        result = _admit(deps, tx, call, arguments, policy, op_digest)
+    if result is None:
+        raise ContractError(ErrorCode.GATE_FAILED)
+    return result
+
+
+def _admit(
+    deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], policy: AdmissionPolicy, op_digest: str
+) -> dict[str, Any] | None:
+    scope, key, candidate_id = call.scope, arguments["idempotency_key"], arguments["candidate_id"]
+    prior = replayed_response(tx.get_idempotency(scope, call.binding.principal, key), Tool.REQUEST_ADMISSION, op_digest)
+    if prior is not None:
+        return {"outcome": prior["outcome"], "replayed": True}
+    candidate = tx.get_candidate(scope, candidate_id)
+    if candidate is None:
+        raise ContractError(ErrorCode.NOT_FOUND)
+    candidate_transition(Operation.ACCEPT, CandidateState(candidate.state))
+    gate_pass = None
+    if call.binding.confirm_mutations:
+        summary = {"operation": "request_admission", "candidate_id": candidate_id}
+        request = GateRequest(scope, call.actor, Tool.REQUEST_ADMISSION.value, candidate_id, op_digest, None, summary)
+        gate_pass = check_gate(tx, request, call.now_ms)
+        if gate_pass is None:
+            return None
+
+    if candidate.adjudication:
+        decision = Decision(Verdict.ADJUDICATE, ("awaiting_review",), policy.policy_id, policy.version, policy.digest)
+    else:
+        facts = CandidateFacts(
+            size_bytes=candidate.size_bytes,
+            citation_count=candidate.citation_count,
+            has_attestation=candidate.has_attestation,
+            secret_categories=candidate.secret_categories,
+        )
+        decision = decide(
+            policy,
+            facts,
+            duplicate_of=tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value),
+            tombstoned=tx.is_tombstoned(scope, candidate.payload_digest),
+        )
+    decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
+    events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest)
+
+    # The decision must still be the policy in force, and fresh, when it commits.
+    if deps.policies.current().digest != policy.digest or deps.clock.now_ms() - call.now_ms > DECISION_MAX_AGE_MS:
+        raise ContractError(ErrorCode.POLICY_STALE)
+    if gate_pass is not None:
+        consume(tx, gate_pass, deps.clock.now_ms())
+
+    head = tx.head(scope) or journal.initial_head(scope)
+    outcome: dict[str, Any] = {"status": _STATUS[decision.verdict], "candidate_id": candidate_id}
+    if record_id is not None:
+        outcome["record_id"] = record_id
+    outcome["cursor"] = events[-1].cursor if events else head.cursor
+    outcome["decision_receipt_digest"] = decision_digest
+    outcome["transaction_receipt_digest"] = transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, key, events)
+    tx.put_idempotency(
+        IdempotencyRow(
+            scope=scope,
+            principal=call.binding.principal,
+            key=key,
+            tool=Tool.REQUEST_ADMISSION.value,
+            operation_digest=op_digest,
+            target=candidate_id,
+            response={"outcome": outcome},
+            created_at_ms=call.now_ms,
+        )
+    )
+    return {"outcome": outcome, "replayed": False}
+
+
+def _apply(
+    deps: Deps, tx: StoreTx, call: Call, candidate: CandidateRow, decision: Decision, decision_digest: str
+) -> tuple[list[JournalEvent], str | None]:
+    """Writes the decision's effects; returns the events appended and the record id, if any."""
+    scope, candidate_id = call.scope, candidate.candidate_id
+    if candidate.adjudication:
+        return [], None
+    data: dict[str, Any] = {
+        "candidate_id": candidate_id,
+        "payload_digest": candidate.payload_digest,
+        "decision_receipt_digest": decision_digest,
+        "policy_id": decision.policy_id,
+        "policy_version": decision.policy_version,
+        "reasons": list(decision.reasons),
+    }
+    record_id: str | None = None
+    if decision.verdict is Verdict.ACCEPT:
+        kind = journal.CANDIDATE_ACCEPTED
+        record_id = new_record_id()
+        data["record_id"] = record_id
+    elif decision.verdict is Verdict.DUPLICATE:
+        kind = journal.CANDIDATE_DUPLICATE
+        record_id = decision.duplicate_of
+        data["record_id"] = record_id
+    elif decision.verdict is Verdict.REJECT:
+        kind = journal.CANDIDATE_REJECTED
+    else:
+        kind = journal.CANDIDATE_ADJUDICATION
+    head = tx.head(scope) or journal.initial_head(scope)
+    event = journal.next_event(scope, head, kind=kind, at_ms=call.now_ms, actor=call.actor_claims(), data=data)
+    tx.append_event(event)
+
+    if decision.verdict is Verdict.ACCEPT and record_id is not None:
+        _create_record(deps, tx, call, candidate, record_id, event.cursor)
+        tx.update_candidate(
+            scope,
+            candidate_id,
+            state=CandidateState.ACCEPTED_CURRENT.value,
+            adjudication=False,
+            record_id=record_id,
+        )
+    elif decision.verdict is Verdict.DUPLICATE:
+        tx.destroy_body(scope, candidate_id)
+        tx.update_candidate(
+            scope,
+            candidate_id,
+            state=CandidateState.ACCEPTED_CURRENT.value,
+            adjudication=False,
+            record_id=record_id,
+        )
+    elif decision.verdict is Verdict.REJECT:
+        tx.destroy_body(scope, candidate_id)
+        tx.update_candidate(
+            scope, candidate_id, state=CandidateState.REJECTED.value, adjudication=False, record_id=None
+        )
+    else:
+        tx.update_candidate(scope, candidate_id, state=CandidateState.PENDING.value, adjudication=True, record_id=None)
+    return [event], record_id
+
+
+def _create_record(deps: Deps, tx: StoreTx, call: Call, candidate: CandidateRow, record_id: str, cursor: int) -> None:
+    scope = call.scope
+    sealed = tx.get_body(scope, candidate.candidate_id)
+    if sealed is None:
+        raise ContractError(ErrorCode.BLOB_MISSING)
+    plaintext = open_sealed(deps.keyring, sealed, body_aad(scope, candidate.candidate_id, "candidate"))
+    payload = json.loads(plaintext)["payload"]
+    expires_at = payload["retention"].get("expires_at")
+    tx.insert_record(
+        RecordRow(
+            scope=scope,
+            record_id=record_id,
+            candidate_id=candidate.candidate_id,
+            state=RecordState.ACCEPTED_CURRENT.value,
+            payload_digest=candidate.payload_digest,
+            valid_from_ms=payload["valid_time"]["t"],
+            valid_to_ms=payload["valid_time"].get("t_end"),
+            expires_at_ms=None if expires_at is None else parse_instant(expires_at),
+            admitted_at_ms=call.now_ms,
+            state_cursor=cursor,
+            actor=candidate.actor,
+            captured_at_ms=candidate.captured_at_ms,
+        )
+    )
+    tx.put_body(scope, record_id, seal(deps.keyring, plaintext, body_aad(scope, record_id, "record")))
+    tx.destroy_body(scope, candidate.candidate_id)
+    tx.index_record(scope, record_id, index_fields(payload))

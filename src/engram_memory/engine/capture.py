@@ -1,0 +1,173 @@
+"""Capture (SPEC §4): a cited candidate, sealed under its own data key, pending and invisible.
+
+Nothing captured is searchable or readable until admission accepts it; the secret detector runs
+here, on the plaintext, and its findings (categories only) wait for the admission decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engram_memory.contract.canonical import EVIDENCE_DOMAIN, PAYLOAD_DOMAIN, canonical_json, digest
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.ids import new_candidate_id
+from engram_memory.contract.instants import parse_instant
+from engram_memory.contract.states import CandidateState
+from engram_memory.contract.tools import Tool
+from engram_memory.engine import journal
+from engram_memory.engine.calls import Call
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.gate import GateRequest, check_gate, consume
+from engram_memory.engine.idempotency import operation_digest, replayed_response
+from engram_memory.engine.policy import AdmissionPolicy
+from engram_memory.engine.ports import CandidateRow, IdempotencyRow, Scope, StoreTx
+from engram_memory.engine.receipts import transaction_receipt_digest
+from engram_memory.engine.sealing import body_aad, seal
+from engram_memory.engine.secrets import scan_value, secret_categories
+
+DAY_MS = 86_400_000
+DEFAULT_RETENTION = {"derivative_rule": "make-ineligible"}
+CAPTURE_TARGET = "capture"
+
+
+def resolve_retention(
+    retention: Mapping[str, Any] | None, policy: AdmissionPolicy, principal: str, now_ms: int
+) -> dict[str, Any]:
+    """The retention the record will keep for ever, replays included.
+
+    Raises ContractError UNAUTHORIZED (retain without permission, expiry past the host's cap) or
+    INVALID_SCHEMA (expiry not after capture time).
+    """
+    if retention is None:
+        return dict(DEFAULT_RETENTION)
+    if retention["derivative_rule"] == "retain" and not policy.may_retain(principal):
+        raise ContractError(ErrorCode.UNAUTHORIZED)
+    if "expires_at" in retention:
+        expires_at = parse_instant(retention["expires_at"])
+        if expires_at is None or expires_at <= now_ms:
+            raise ContractError(ErrorCode.INVALID_SCHEMA)
+        if expires_at > now_ms + policy.max_retention_days * DAY_MS:
+            raise ContractError(ErrorCode.UNAUTHORIZED)
+    return dict(retention)
+
+
+def check_reconciliation(payload: Mapping[str, Any], policy: AdmissionPolicy) -> dict[str, Any]:
+    """Reconciliation families need the host's consent; raises ContractError UNAUTHORIZED."""
+    reconciliation = payload.get("reconciliation", {"family_refs": []})
+    if not set(reconciliation["family_refs"]) <= policy.consented_families:
+        raise ContractError(ErrorCode.UNAUTHORIZED)
+    return {"family_refs": list(reconciliation["family_refs"])}
+
+
+def stored_payload(
+    payload: Mapping[str, Any], retention: Mapping[str, Any], reconciliation: Mapping[str, Any], scope: Scope
+) -> dict[str, Any]:
+    """What the store keeps and digests: the agent's payload, resolved defaults, the bound scope."""
+    return {
+        **payload,
+        "retention": dict(retention),
+        "reconciliation": dict(reconciliation),
+        "scope_ref": scope.ref,
+    }
+
+
+def capture(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Raises ContractError INVALID_SCHEMA, UNAUTHORIZED, DIGEST_CONFLICT, POLICY_UNAVAILABLE,
+    gate_failed (when the binding requires confirmation), STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
+    policy = deps.policies.current()
+    op_digest = operation_digest(Tool.CAPTURE, arguments)
+    with deps.store.write() as tx:
+        result = _capture(deps, tx, call, arguments, policy, op_digest)
+    if result is None:
+        raise ContractError(ErrorCode.GATE_FAILED)
+    return result
+
+
+def _capture(
+    deps: Deps,
+    tx: StoreTx,
+    call: Call,
+    arguments: Mapping[str, Any],
+    policy: AdmissionPolicy,
+    op_digest: str,
+) -> dict[str, Any] | None:
+    scope, key = call.scope, arguments["idempotency_key"]
+    prior = replayed_response(tx.get_idempotency(scope, call.binding.principal, key), Tool.CAPTURE, op_digest)
+    if prior is not None:
+        return {**prior, "status": "duplicate_exact"}
+    payload, evidence = arguments["payload"], arguments["evidence"]
+    retention = resolve_retention(payload.get("retention"), policy, call.binding.principal, call.now_ms)
+    reconciliation = check_reconciliation(payload, policy)
+    kept = stored_payload(payload, retention, reconciliation, scope)
+    payload_digest = digest(PAYLOAD_DOMAIN, kept)
+    body = canonical_json({"payload": kept, "evidence": evidence})
+    gate_pass = None
+    if call.binding.confirm_mutations:
+        summary = {
+            "operation": "capture",
+            "record_digest": payload_digest,
+            "components": len(payload["components"]),
+            "citations": len(payload["citations"]),
+            "bytes": len(body),
+        }
+        gate = GateRequest(scope, call.actor, Tool.CAPTURE.value, payload_digest, op_digest, None, summary)
+        gate_pass = check_gate(tx, gate, call.now_ms)
+        if gate_pass is None:
+            return None
+
+    findings = scan_value({"payload": payload, "evidence": evidence}, categories=policy.secret_categories)
+    candidate_id = new_candidate_id()
+    head = tx.head(scope) or journal.initial_head(scope)
+    event = journal.next_event(
+        scope,
+        head,
+        kind=journal.CANDIDATE_CAPTURED,
+        at_ms=call.now_ms,
+        actor=call.actor_claims(),
+        data={
+            "candidate_id": candidate_id,
+            "payload_digest": payload_digest,
+            "evidence_digest": digest(EVIDENCE_DOMAIN, evidence),
+        },
+    )
+    tx.append_event(event)
+    tx.insert_candidate(
+        CandidateRow(
+            scope=scope,
+            candidate_id=candidate_id,
+            state=CandidateState.PENDING.value,
+            payload_digest=payload_digest,
+            evidence_digest=event.body["data"]["evidence_digest"],
+            actor=call.actor,
+            captured_at_ms=call.now_ms,
+            capture_cursor=event.cursor,
+            size_bytes=len(body),
+            citation_count=len(payload["citations"]),
+            has_attestation="attestation" in evidence,
+            secret_categories=tuple(secret_categories(findings)),
+        )
+    )
+    tx.put_body(scope, candidate_id, seal(deps.keyring, body, body_aad(scope, candidate_id, "candidate")))
+    response = {
+        "status": "committed_pending",
+        "candidate_id": candidate_id,
+        "record_digest": payload_digest,
+        "cursor": event.cursor,
+        "transaction_receipt_digest": transaction_receipt_digest(Tool.CAPTURE.value, key, [event]),
+    }
+    if gate_pass is not None:
+        consume(tx, gate_pass, deps.clock.now_ms())
+    tx.put_idempotency(
+        IdempotencyRow(
+            scope=scope,
+            principal=call.binding.principal,
+            key=key,
+            tool=Tool.CAPTURE.value,
+            operation_digest=op_digest,
+            target=CAPTURE_TARGET,
+            response=response,
+            created_at_ms=call.now_ms,
+        )
+    )
+    return response

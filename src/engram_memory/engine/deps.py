@@ -1,0 +1,21 @@
+"""What every engine operation is given: the store, the key ring, the policy source, time and MAC keys.
+
+Built once by the host's composition root and passed down; no operation reaches for globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engram_memory.engine.policy import PolicySource
+from engram_memory.engine.ports import Clock, KeyRing, Store
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    store: Store
+    keyring: KeyRing
+    policies: PolicySource
+    clock: Clock
+    cursor_key: bytes
+    audit_key: bytes

@@ -1,0 +1,156 @@
+"""The engine's front: one call in, one envelope out, one audit row written, whatever happens.
+
+Checks run in a fixed order: trusted context, grant, binding expiry, schema, purpose, then the
+operation. Protocol faults propagate as exceptions for the edge to send as JSON-RPC errors; contract
+errors and unexpected faults become envelopes with constant messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engram_memory.contract.binding import Binding
+from engram_memory.contract.envelopes import failure, success
+from engram_memory.contract.errors import (
+    ContractError,
+    ErrorCode,
+    ProtocolFault,
+    trusted_context_unavailable,
+    unknown_tool,
+)
+from engram_memory.contract.ids import new_audit_id
+from engram_memory.contract.tools import MUTATING_TOOLS, Tool
+from engram_memory.contract.validate import validate_arguments
+from engram_memory.engine import admit, capture, recall, removal
+from engram_memory.engine.calls import Call
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.gate import ConfirmationError, approve, deny, effective_status
+from engram_memory.engine.ports import AuditRow, ConfirmationRow
+
+logger = logging.getLogger(__name__)
+
+Operation = Callable[[Deps, Call, Mapping[str, Any]], dict[str, Any]]
+
+_OPERATIONS: Mapping[Tool, Operation] = {
+    Tool.SEARCH: recall.search,
+    Tool.GET: recall.get,
+    Tool.CAPTURE: capture.capture,
+    Tool.REQUEST_ADMISSION: admit.request_admission,
+    Tool.WITHDRAW: removal.withdraw,
+    Tool.FORGET: removal.forget,
+}
+
+
+def _tool(name: str) -> Tool | None:
+    try:
+        return Tool(name)
+    except ValueError:
+        return None
+
+
+def _purpose_argument(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+    if tool is Tool.CAPTURE:
+        return str(arguments["payload"]["purpose_ref"])
+    value = arguments.get("purpose_ref")
+    return None if value is None else str(value)
+
+
+class Engine:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    def _mac(self, value: Any) -> str:
+        data = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str)
+        return "hmac-sha256:" + hmac.new(self.deps.audit_key, data.encode("ascii"), hashlib.sha256).hexdigest()
+
+    def handle(self, binding: Binding | None, tool_name: str, arguments: object) -> dict[str, Any]:
+        """The envelope for one agent call. Raises ProtocolFault (-32603 / -32602) only."""
+        audit_id = new_audit_id()
+        tool = _tool(tool_name)
+        envelope: dict[str, Any]
+        try:
+            if binding is None:
+                raise trusted_context_unavailable()
+            if tool is None or not binding.grants_tool(tool.value):
+                raise unknown_tool()
+            value = self._execute(binding, tool, arguments)
+            envelope = success(value, audit_id)
+        except ProtocolFault as fault:
+            self._audit(audit_id, binding, tool_name, str(fault.code), arguments, None)
+            raise
+        except ContractError as error:
+            envelope = failure(error.code, audit_id)
+        except Exception:
+            # Logged with its auditId for the host; the agent sees only a constant envelope.
+            logger.exception("unexpected fault in %s (auditId %s)", tool_name, audit_id)
+            code = ErrorCode.MUTATION_OUTCOME_UNKNOWN if tool in MUTATING_TOOLS else ErrorCode.STORE_UNAVAILABLE
+            envelope = failure(code, audit_id)
+        outcome = "ok" if envelope["ok"] else envelope["error"]["code"]
+        self._audit(audit_id, binding, tool_name, outcome, arguments, envelope)
+        return envelope
+
+    def _execute(self, binding: Binding, tool: Tool, arguments: object) -> dict[str, Any]:
+        call = Call(binding=binding, now_ms=self.deps.clock.now_ms())
+        if binding.expired_at(call.now_ms):
+            raise ContractError(ErrorCode.AUTHORIZATION_EXPIRED)
+        valid = validate_arguments(tool, arguments)
+        purpose = _purpose_argument(tool, valid)
+        if purpose is not None and purpose != binding.purpose_ref:
+            raise trusted_context_unavailable()
+        return _OPERATIONS[tool](self.deps, call, valid)
+
+    def _audit(
+        self,
+        audit_id: str,
+        binding: Binding | None,
+        tool_name: str,
+        outcome: str,
+        arguments: object,
+        envelope: Mapping[str, Any] | None,
+    ) -> None:
+        row = AuditRow(
+            audit_id=audit_id,
+            at_ms=self.deps.clock.now_ms(),
+            tool=tool_name[:128],
+            outcome=outcome,
+            tenant=binding.tenant if binding else None,
+            workspace=binding.workspace if binding else None,
+            principal=binding.principal if binding else None,
+            agent_id=binding.agent_id if binding else None,
+            session=binding.session if binding else None,
+            token_id=binding.token_id if binding else None,
+            request_digest=self._mac(arguments),
+            response_digest=None if envelope is None else self._mac(envelope),
+        )
+        try:
+            with self.deps.store.write() as tx:
+                tx.append_audit(row)
+        except ContractError:
+            logger.error("audit row %s could not be written", audit_id)
+
+    # -- host path: the confirmation queue --------------------------------------------------
+    def confirmations(self, *, include_decided: bool = False) -> list[tuple[ConfirmationRow, str]]:
+        """Rows with their effective status (requests and approvals lapse with time)."""
+        now = self.deps.clock.now_ms()
+        with self.deps.store.read() as tx:
+            rows = tx.list_confirmations(None if include_decided else ["requested"])
+        listed = [(row, effective_status(row, now)) for row in rows]
+        return listed if include_decided else [item for item in listed if item[1] == "requested"]
+
+    def approve_confirmation(self, confirmation_id: str, *, decided_by: str, ttl_ms: int) -> ConfirmationRow:
+        """Raises ConfirmationError with a one-line reason."""
+        with self.deps.store.write() as tx:
+            return approve(tx, confirmation_id, now_ms=self.deps.clock.now_ms(), decided_by=decided_by, ttl_ms=ttl_ms)
+
+    def deny_confirmation(self, confirmation_id: str, *, decided_by: str) -> ConfirmationRow:
+        """Raises ConfirmationError with a one-line reason."""
+        with self.deps.store.write() as tx:
+            return deny(tx, confirmation_id, now_ms=self.deps.clock.now_ms(), decided_by=decided_by)
+
+
+__all__ = ["ConfirmationError", "Engine"]

@@ -1,0 +1,152 @@
+"""The host's admission policy as a value: what is accepted, what waits for a human, what is refused.
+
+The policy has an id, a version and a digest of its whole content; every decision names them, so a
+decision can be checked later against the policy that made it (POLICY_STALE).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from engram_memory.contract.canonical import POLICY_DOMAIN, digest
+from engram_memory.engine.secrets import CATEGORIES, DEFAULT_CATEGORIES
+
+DECISION_MAX_AGE_MS = 300_000
+REDACTABLE_FIELDS = frozenset(
+    {
+        "provenance",
+        "provenance.principal",
+        "provenance.agent_id",
+        "provenance.session",
+        "citations.locator",
+        "citations.source_ref",
+        "citations.observed_at",
+        "primary_event",
+    }
+)
+
+
+class PolicyError(ValueError):
+    """The policy text is not a valid policy (the host sees why; agents see POLICY_UNAVAILABLE)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionPolicy:
+    policy_id: str = "default"
+    version: int = 1
+    mode: Literal["auto", "review"] = "auto"
+    min_citations: int = 1
+    require_attestation: bool = False
+    max_payload_bytes: int = 1_048_576
+    retain_principals: frozenset[str] = frozenset()
+    max_retention_days: int = 365
+    consented_families: frozenset[str] = frozenset()
+    secret_categories: frozenset[str] = DEFAULT_CATEGORIES
+    redact_fields: tuple[str, ...] = ()
+    digest: str = field(default="", compare=False)
+
+    def as_mapping(self) -> dict[str, Any]:
+        return {
+            "policy_id": self.policy_id,
+            "version": self.version,
+            "mode": self.mode,
+            "min_citations": self.min_citations,
+            "require_attestation": self.require_attestation,
+            "max_payload_bytes": self.max_payload_bytes,
+            "retain_principals": sorted(self.retain_principals),
+            "max_retention_days": self.max_retention_days,
+            "consented_families": sorted(self.consented_families),
+            "secret_categories": sorted(self.secret_categories),
+            "redact_fields": list(self.redact_fields),
+        }
+
+    def with_digest(self) -> AdmissionPolicy:
+        return replace(self, digest=digest(POLICY_DOMAIN, self.as_mapping()))
+
+    def may_retain(self, principal: str) -> bool:
+        return "*" in self.retain_principals or principal in self.retain_principals
+
+
+def _get(data: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
+    value = data.get(key, default)
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise PolicyError(f"{key} must be an integer")
+    if not isinstance(value, kind):
+        raise PolicyError(f"{key} must be a {kind.__name__}")
+    return value
+
+
+def _strings(data: Mapping[str, Any], key: str) -> frozenset[str]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise PolicyError(f"{key} must be a list of strings")
+    return frozenset(value)
+
+
+def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
+    """Parse the host's policy file content. Raises PolicyError naming the first bad key."""
+    known = {
+        "policy_id",
+        "version",
+        "mode",
+        "min_citations",
+        "require_attestation",
+        "max_payload_bytes",
+        "retain_principals",
+        "max_retention_days",
+        "consented_families",
+        "secrets",
+        "redact_fields",
+    }
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise PolicyError(f"unknown policy key: {unknown[0]}")
+    mode = _get(data, "mode", str, "auto")
+    if mode not in ("auto", "review"):
+        raise PolicyError("mode must be 'auto' or 'review'")
+    secrets = data.get("secrets", {})
+    if not isinstance(secrets, dict):
+        raise PolicyError("[secrets] must be a table")
+    categories = set(DEFAULT_CATEGORIES)
+    for name, enabled in secrets.items():
+        if name not in CATEGORIES or not isinstance(enabled, bool):
+            raise PolicyError(f"secrets.{name} must be a known category set to true or false")
+        if enabled:
+            categories.add(name)
+        else:
+            categories.discard(name)
+    redact = _strings(data, "redact_fields")
+    if not redact <= REDACTABLE_FIELDS:
+        raise PolicyError("redact_fields names a field that cannot be redacted")
+    policy = AdmissionPolicy(
+        policy_id=_get(data, "policy_id", str, "default"),
+        version=_get(data, "version", int, 1),
+        mode=mode,
+        min_citations=_get(data, "min_citations", int, 1),
+        require_attestation=_get(data, "require_attestation", bool, False),
+        max_payload_bytes=_get(data, "max_payload_bytes", int, 1_048_576),
+        retain_principals=_strings(data, "retain_principals"),
+        max_retention_days=_get(data, "max_retention_days", int, 365),
+        consented_families=_strings(data, "consented_families"),
+        secret_categories=frozenset(categories),
+        redact_fields=tuple(sorted(redact)),
+    )
+    if policy.min_citations < 1 or policy.max_payload_bytes < 1 or policy.max_retention_days < 1:
+        raise PolicyError("min_citations, max_payload_bytes and max_retention_days must be positive")
+    return policy.with_digest()
+
+
+class PolicySource(Protocol):
+    def current(self) -> AdmissionPolicy:
+        """The policy in force now. Raises ContractError POLICY_UNAVAILABLE when it cannot be read."""
+        ...
+
+
+class StaticPolicySource:
+    def __init__(self, policy: AdmissionPolicy | None = None) -> None:
+        self._policy = (policy or AdmissionPolicy()).with_digest()
+
+    def current(self) -> AdmissionPolicy:
+        return self._policy

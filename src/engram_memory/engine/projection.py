@@ -1,0 +1,89 @@
+"""What an agent sees of a record, and what the lexical index keeps of it.
+
+The view is built from the decrypted body on every read and redacted per host policy; the index
+keeps only stemmed tokens per field, and only while the record is accepted_current.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engram_memory.contract.canonical import REDACTION_DOMAIN, digest
+from engram_memory.contract.instants import format_instant
+from engram_memory.engine.ports import RecordRow
+from engram_memory.engine.ranking import FIELDS
+from engram_memory.engine.text import tokenize
+
+TRUST_CLASS_ASSERTED = "asserted"
+
+
+def index_fields(payload: Mapping[str, Any]) -> dict[str, str]:
+    """Space-joined tokens per BM25F field: the primary component, then the others by kind."""
+    texts: dict[str, list[str]] = {name: [] for name in FIELDS}
+    primary_id = payload["primary_component_id"]
+    for component in payload["components"]:
+        name = "primary" if component["component_id"] == primary_id else component["kind"]
+        texts[name].append(component["text"])
+    texts["citations"] = [citation["source_ref"] for citation in payload["citations"]]
+    return {name: " ".join(tokenize("\n".join(parts))) for name, parts in texts.items()}
+
+
+def record_view(row: RecordRow, payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "record_id": row.record_id,
+        "state": row.state,
+        "record_digest": row.payload_digest,
+        "purpose_ref": payload["purpose_ref"],
+        "valid_time": copy.deepcopy(payload["valid_time"]),
+        "components": copy.deepcopy(payload["components"]),
+        "primary_component_id": payload["primary_component_id"],
+        "primary_event": copy.deepcopy(payload["primary_event"]),
+        "citations": copy.deepcopy(payload["citations"]),
+        "retention": copy.deepcopy(payload["retention"]),
+        "reconciliation": copy.deepcopy(payload["reconciliation"]),
+        "trust_class": TRUST_CLASS_ASSERTED,
+        "provenance": {
+            "candidate_id": row.candidate_id,
+            "principal": row.actor.principal,
+            "agent_id": row.actor.agent_id,
+            "session": row.actor.session,
+            "captured_at": format_instant(row.captured_at_ms),
+            "admitted_at": format_instant(row.admitted_at_ms),
+        },
+    }
+
+
+def redact(view: dict[str, Any], fields: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """Removes the host-listed fields; returns the view and the fields actually removed."""
+    removed: list[str] = []
+    for path in sorted(fields):
+        head, _, tail = path.partition(".")
+        if not tail:
+            if view.pop(head, None) is not None:
+                removed.append(path)
+            continue
+        target = view.get(head)
+        items = target if isinstance(target, list) else [target]
+        hit = False
+        for item in items:
+            if isinstance(item, dict) and item.pop(tail, None) is not None:
+                hit = True
+        if hit:
+            removed.append(path)
+    return view, removed
+
+
+def redaction_receipt_digest(
+    view_record_id: str, record_digest: str, removed: Sequence[str], policy_digest: str
+) -> str:
+    return digest(
+        REDACTION_DOMAIN,
+        {
+            "record_id": view_record_id,
+            "record_digest": record_digest,
+            "redacted_fields": list(removed),
+            "policy_digest": policy_digest,
+        },
+    )

@@ -1,0 +1,159 @@
+"""Lexical relevance (BM25F over a memory's weighted fields) blended with recency, as pure arithmetic.
+
+Kept free of I/O so every score is reproducible from its inputs and the constants named in FORMULA_REF.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = [
+    "FIELDS",
+    "FIELD_WEIGHTS",
+    "FORMULA_REF",
+    "K1",
+    "RECENCY_HALF_LIFE_MS",
+    "RECENCY_WEIGHT",
+    "B",
+    "CorpusStats",
+    "Document",
+    "Scored",
+    "blend",
+    "bm25f",
+    "idf",
+    "rank",
+    "recency",
+]
+
+FIELDS: tuple[str, ...] = ("primary", "decision", "evidence", "context", "citations")
+# What a memory asserts outweighs why, which outweighs its surroundings and its references.
+FIELD_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"primary": 3.0, "decision": 2.0, "evidence": 1.5, "context": 1.0, "citations": 0.5}
+)
+K1 = 1.2
+B = 0.75
+RECENCY_HALF_LIFE_MS = 30 * 24 * 3600 * 1000
+RECENCY_WEIGHT = 0.1
+
+_MS_PER_DAY = 24 * 3600 * 1000
+_SCORE_DECIMALS = 9
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+FORMULA_REF: str = (
+    f"bm25f(k1={_num(K1)},b={_num(B)},"
+    + ",".join(f"{name}={_num(FIELD_WEIGHTS[name])}" for name in FIELDS)
+    + f")*({_num(1 - RECENCY_WEIGHT)}+{_num(RECENCY_WEIGHT)}"
+    + f"*recency(half_life={_num(RECENCY_HALF_LIFE_MS / _MS_PER_DAY)}d))"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    """The scope-wide numbers BM25 needs, computed by the caller over exactly the documents searched."""
+
+    doc_count: int
+    avg_field_len: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A candidate reduced to what scoring reads: its id and its tokens per field."""
+
+    doc_id: str
+    fields: Mapping[str, Sequence[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A ranked result; the score is rounded to 9 decimals so float noise below that cannot reorder ties."""
+
+    doc_id: str
+    score: float
+
+
+def idf(df: int, doc_count: int) -> float:
+    """Rare terms say more; the +1 form keeps very common terms at a small positive weight, never negative."""
+    n = max(doc_count, 0)
+    df = min(max(df, 0), n)
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _unique(terms: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(terms))
+
+
+def _score(terms: Sequence[str], idfs: Sequence[float], doc: Document, stats: CorpusStats) -> float:
+    """Shared by bm25f and rank so a ranked score is exactly the documented one; idf comes precomputed."""
+    norms: list[tuple[float, float, Sequence[str]]] = []
+    for name in FIELDS:
+        tokens = doc.fields.get(name, ())
+        if not tokens:
+            continue
+        avg_len = stats.avg_field_len.get(name, 0.0)
+        norm = 1.0 - B + B * len(tokens) / avg_len if avg_len > 0 else 1.0 - B + B
+        norms.append((FIELD_WEIGHTS[name], norm, tokens))
+    score = 0.0
+    for term, term_idf in zip(terms, idfs, strict=True):
+        tf = 0.0
+        for weight, norm, tokens in norms:
+            count = tokens.count(term)
+            if count:
+                tf += weight * count / norm
+        if tf > 0.0:
+            score += term_idf * tf / (K1 + tf)
+    return score
+
+
+def _idfs(terms: Sequence[str], df: Mapping[str, int], doc_count: int) -> list[float]:
+    # A term is only scored where a document contains it, so its df is at least 1 even if the caller's
+    # statistics lag behind; that keeps idf finite and consistent with what was observed.
+    return [idf(max(df.get(term, 0), 1), doc_count) for term in terms]
+
+
+def bm25f(terms: Sequence[str], doc: Document, df: Mapping[str, int], stats: CorpusStats) -> float:
+    """Simple BM25F: weights apply before saturation, so a term repeated across fields still saturates."""
+    unique = _unique(terms)
+    return _score(unique, _idfs(unique, df, stats.doc_count), doc, stats)
+
+
+def recency(age_ms: int, half_life_ms: int = RECENCY_HALF_LIFE_MS) -> float:
+    """Older memories fade smoothly rather than falling off a cliff; future timestamps count as brand new."""
+    if half_life_ms <= 0:
+        raise ValueError(f"half_life_ms must be positive, got {half_life_ms}")
+    return math.pow(0.5, max(age_ms, 0) / half_life_ms)
+
+
+def blend(relevance: float, recency_value: float, weight: float = RECENCY_WEIGHT) -> float:
+    """Recency discounts relevance by at most ``weight``: it reorders near-ties but never invents a match."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"weight must be within [0, 1], got {weight}")
+    return relevance * ((1.0 - weight) + weight * recency_value)
+
+
+def rank(
+    terms: Sequence[str],
+    docs: Sequence[Document],
+    df: Mapping[str, int],
+    stats: CorpusStats,
+    *,
+    ages_ms: Mapping[str, int],
+) -> list[Scored]:
+    """One deterministic total order (score, then id) so identical searches page identically."""
+    unique = _unique(terms)
+    idfs = _idfs(unique, df, stats.doc_count)
+    scored: list[Scored] = []
+    for doc in docs:
+        relevance = _score(unique, idfs, doc, stats)
+        if relevance == 0.0:
+            continue
+        value = round(blend(relevance, recency(ages_ms[doc.doc_id])), _SCORE_DECIMALS)
+        scored.append(Scored(doc.doc_id, value))
+    scored.sort(key=lambda s: (-s.score, s.doc_id))
+    return scored

@@ -1,0 +1,226 @@
+"""Withdraw and forget (SPEC §4, §7): gated destruction that leaves only digests behind.
+
+Both need a human's approval; both destroy the data key in the same transaction as the state change.
+Forget also drops the record from the lexical index, merges away the deleted tokens, keeps the
+payload digest for the tombstone guard, and then pushes the erased bytes out of the WAL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engram_memory.contract.canonical import COVERAGE_DOMAIN, digest
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.states import (
+    CandidateState,
+    Operation,
+    RecordState,
+    candidate_transition,
+    record_transition,
+)
+from engram_memory.contract.tools import Tool
+from engram_memory.engine import journal
+from engram_memory.engine.calls import Call
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.gate import GatePass, GateRequest, check_gate, consume
+from engram_memory.engine.idempotency import operation_digest, replayed_response
+from engram_memory.engine.ports import IdempotencyRow, JournalEvent, StoreTx
+from engram_memory.engine.receipts import authorization_receipt_digest, transaction_receipt_digest
+
+
+def withdraw(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, ILLEGAL_TRANSITION, DIGEST_CONFLICT, gate_failed,
+    STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
+    op_digest = operation_digest(Tool.WITHDRAW, arguments)
+    with deps.store.write() as tx:
+        result = _withdraw(deps, tx, call, arguments, op_digest)
+    if result is None:
+        raise ContractError(ErrorCode.GATE_FAILED)
+    if not result["replayed"]:
+        deps.store.erase_physically()
+    return result
+
+
+def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, DIGEST_CONFLICT, gate_failed,
+    STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
+    op_digest = operation_digest(Tool.FORGET, arguments)
+    with deps.store.write() as tx:
+        result = _forget(deps, tx, call, arguments, op_digest)
+    if result is None:
+        raise ContractError(ErrorCode.GATE_FAILED)
+    if not result["replayed"]:
+        deps.store.erase_physically()
+    return result
+
+
+def _replay(tx: StoreTx, call: Call, tool: Tool, key: str, op_digest: str) -> dict[str, Any] | None:
+    prior = replayed_response(tx.get_idempotency(call.scope, call.binding.principal, key), tool, op_digest)
+    return None if prior is None else {**prior, "replayed": True}
+
+
+def _gate(
+    tx: StoreTx, call: Call, tool: Tool, target: str, op_digest: str, reason_ref: str, summary: dict[str, Any]
+) -> GatePass | None:
+    return check_gate(
+        tx,
+        GateRequest(call.scope, call.actor, tool.value, target, op_digest, reason_ref, summary),
+        call.now_ms,
+    )
+
+
+def _receipt(
+    call: Call,
+    tool: Tool,
+    key: str,
+    event: JournalEvent,
+    operation: str,
+    from_state: str,
+    to_state: str,
+    gate: GatePass,
+) -> dict[str, Any]:
+    return {
+        "event_id": event.event_id,
+        "operation": operation,
+        "from_state": from_state,
+        "to_state": to_state,
+        "cursor": event.cursor,
+        "event_digest": event.event_digest,
+        "authorization_receipt_digest": authorization_receipt_digest(
+            call, tool.value, gate.confirmation.confirmation_id
+        ),
+        "transaction_receipt_digest": transaction_receipt_digest(tool.value, key, [event]),
+    }
+
+
+def _remember(
+    tx: StoreTx, call: Call, tool: Tool, key: str, op_digest: str, target: str, response: dict[str, Any]
+) -> None:
+    tx.put_idempotency(
+        IdempotencyRow(
+            scope=call.scope,
+            principal=call.binding.principal,
+            key=key,
+            tool=tool.value,
+            operation_digest=op_digest,
+            target=target,
+            response={name: value for name, value in response.items() if name != "replayed"},
+            created_at_ms=call.now_ms,
+        )
+    )
+
+
+def _withdraw(
+    deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], op_digest: str
+) -> dict[str, Any] | None:
+    key, candidate_id, reason_ref = (
+        arguments["idempotency_key"],
+        arguments["candidate_id"],
+        arguments["reason_ref"],
+    )
+    replay = _replay(tx, call, Tool.WITHDRAW, key, op_digest)
+    if replay is not None:
+        return replay
+    candidate = tx.get_candidate(call.scope, candidate_id)
+    if candidate is None:
+        raise ContractError(ErrorCode.NOT_FOUND)
+    to_state = candidate_transition(Operation.WITHDRAW, CandidateState(candidate.state))
+    summary = {
+        "operation": "withdraw",
+        "candidate_id": candidate_id,
+        "from_state": candidate.state,
+        "destroys": ["candidate body", "candidate data key"],
+    }
+    gate = _gate(tx, call, Tool.WITHDRAW, candidate_id, op_digest, reason_ref, summary)
+    if gate is None:
+        return None
+    tx.destroy_body(call.scope, candidate_id)
+    head = tx.head(call.scope) or journal.initial_head(call.scope)
+    event = journal.next_event(
+        call.scope,
+        head,
+        kind=journal.CANDIDATE_WITHDRAWN,
+        at_ms=call.now_ms,
+        actor=call.actor_claims(),
+        data={
+            "candidate_id": candidate_id,
+            "from_state": candidate.state,
+            "to_state": to_state.value,
+            "reason_ref": reason_ref,
+            "confirmation_id": gate.confirmation.confirmation_id,
+        },
+    )
+    tx.append_event(event)
+    tx.update_candidate(call.scope, candidate_id, state=to_state.value, adjudication=False, record_id=None)
+    consume(tx, gate, deps.clock.now_ms())
+    response = {
+        "receipt": _receipt(call, Tool.WITHDRAW, key, event, "withdraw", candidate.state, to_state.value, gate),
+        "replayed": False,
+        "key_destruction": "complete",
+    }
+    _remember(tx, call, Tool.WITHDRAW, key, op_digest, candidate_id, response)
+    return response
+
+
+def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], op_digest: str) -> dict[str, Any] | None:
+    key, record_id, reason_ref = arguments["idempotency_key"], arguments["record_id"], arguments["reason_ref"]
+    replay = _replay(tx, call, Tool.FORGET, key, op_digest)
+    if replay is not None:
+        return replay
+    record = tx.get_record(call.scope, record_id)
+    if record is None:
+        raise ContractError(ErrorCode.NOT_FOUND)
+    to_state = record_transition(Operation.TOMBSTONE, RecordState(record.state))
+    summary = {
+        "operation": "tombstone",
+        "record_id": record_id,
+        "from_state": record.state,
+        "destroys": ["record body", "record data key", "lexical index entry"],
+    }
+    gate = _gate(tx, call, Tool.FORGET, record_id, op_digest, reason_ref, summary)
+    if gate is None:
+        return None
+    unindexed = tx.unindex_record(call.scope, record_id)
+    if unindexed:
+        tx.purge_index()
+    body_destroyed = tx.destroy_body(call.scope, record_id)
+    tx.add_tombstone(call.scope, record.payload_digest, call.now_ms)
+    head = tx.head(call.scope) or journal.initial_head(call.scope)
+    event = journal.next_event(
+        call.scope,
+        head,
+        kind=journal.RECORD_TRANSITIONED,
+        at_ms=call.now_ms,
+        actor=call.actor_claims(),
+        data={
+            "record_id": record_id,
+            "operation": Operation.TOMBSTONE.value,
+            "from_state": record.state,
+            "to_state": to_state.value,
+            "reason_ref": reason_ref,
+            "confirmation_id": gate.confirmation.confirmation_id,
+        },
+    )
+    tx.append_event(event)
+    tx.set_record_state(call.scope, record_id, to_state.value, event.cursor)
+    consume(tx, gate, deps.clock.now_ms())
+    coverage = {
+        "record_id": record_id,
+        "cursor": event.cursor,
+        "surfaces": {
+            "body": "erased" if body_destroyed else "absent",
+            "data_key": "destroyed" if body_destroyed else "absent",
+            "lexical_index": "purged" if unindexed else "absent",
+            "vectors": "absent",
+            "caches": "absent",
+        },
+    }
+    response = {
+        "receipt": _receipt(call, Tool.FORGET, key, event, "tombstone", record.state, to_state.value, gate),
+        "replayed": False,
+        "projection_invalidation": "complete",
+        "coverage_receipt_digest": digest(COVERAGE_DOMAIN, coverage),
+    }
+    _remember(tx, call, Tool.FORGET, key, op_digest, record_id, response)
+    return response

@@ -1,0 +1,1 @@
+"""The host side: CLI, settings, key files, bindings, and the composition root."""

@@ -1,0 +1,154 @@
+"""Host-signed binding tokens (EdDSA JWTs): the only way tenant, workspace and identity reach a call.
+
+`bind` signs one; `serve` verifies it. A token whose signature verifies but whose time is up still
+yields a binding (calls then answer AUTHORIZATION_EXPIRED); anything that does not verify yields none.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from engram_memory.contract.binding import Binding
+from engram_memory.contract.ids import new_token_id
+from engram_memory.contract.tools import Tool
+from engram_memory.host.keyfiles import key_id
+
+ISSUER = "engram-memory/host"
+AUDIENCE = "engram-memory/mcp"
+CLAIMS_KEY = "engram"
+MAX_LIFETIME_S = 366 * 86_400
+_DURATION = re.compile(r"^([1-9][0-9]{0,8})([smhd]?)$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+class BindingError(Exception):
+    """A binding that cannot be issued or does not verify; the message is a one-line reason."""
+
+
+def parse_duration(text: str) -> int:
+    """Seconds in '90', '90s', '30m', '8h' or '7d'. Raises BindingError."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise BindingError("a duration looks like 90s, 30m, 8h or 7d")
+    seconds = int(match.group(1)) * _UNITS[match.group(2)]
+    if seconds > MAX_LIFETIME_S:
+        raise BindingError("a binding lives at most 366 days")
+    return seconds
+
+
+def _check_ref(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise BindingError(f"{name} must be a non-empty string")
+    if not unicodedata.is_normalized("NFC", value) or len(value.encode("utf-8", "surrogatepass")) > 512:
+        raise BindingError(f"{name} must be NFC text of at most 512 bytes")
+    if any(unicodedata.category(char).startswith("C") for char in value):
+        raise BindingError(f"{name} must not contain control characters")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedBinding:
+    token: str
+    binding: Binding
+
+
+def issue_binding(
+    signing_key: Ed25519PrivateKey,
+    *,
+    tenant: str,
+    workspace: str,
+    principal: str,
+    agent_id: str,
+    session: str,
+    purpose_ref: str,
+    grants: frozenset[str],
+    confirm_mutations: bool,
+    lifetime_s: int,
+    now_s: int,
+) -> IssuedBinding:
+    """Raises BindingError for any value that could not be verified back into the same binding."""
+    fields = {
+        "tenant": tenant,
+        "workspace": workspace,
+        "principal": principal,
+        "agent_id": agent_id,
+        "session": session,
+        "purpose_ref": purpose_ref,
+    }
+    for name, value in fields.items():
+        _check_ref(name, value)
+    known = {tool.value for tool in Tool}
+    if not grants <= known:
+        raise BindingError("a grant names a tool that does not exist")
+    if not 0 < lifetime_s <= MAX_LIFETIME_S:
+        raise BindingError("a binding lives between 1 second and 366 days")
+    token_id = new_token_id()
+    claims: dict[str, Any] = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": principal,
+        "jti": token_id,
+        "iat": now_s,
+        "exp": now_s + lifetime_s,
+        CLAIMS_KEY: {**fields, "grants": sorted(grants), "confirm_mutations": confirm_mutations},
+    }
+    token = jwt.encode(claims, signing_key, algorithm="EdDSA", headers={"kid": key_id(signing_key.public_key())})
+    return IssuedBinding(token=token, binding=_binding(claims))
+
+
+def _binding(claims: dict[str, Any]) -> Binding:
+    body = claims[CLAIMS_KEY]
+    grants = body["grants"]
+    if not isinstance(grants, list) or not all(isinstance(g, str) for g in grants):
+        raise BindingError("the binding's grants are malformed")
+    if not {g for g in grants} <= {tool.value for tool in Tool}:
+        raise BindingError("the binding grants an unknown tool")
+    if not isinstance(body["confirm_mutations"], bool):
+        raise BindingError("the binding's confirmation switch is malformed")
+    for name in ("iat", "exp"):
+        if isinstance(claims[name], bool) or not isinstance(claims[name], int):
+            raise BindingError("the binding's times are malformed")
+    if body["principal"] != claims["sub"]:
+        raise BindingError("the binding's principal does not match its subject")
+    return Binding(
+        token_id=_check_ref("jti", claims["jti"]),
+        tenant=_check_ref("tenant", body["tenant"]),
+        workspace=_check_ref("workspace", body["workspace"]),
+        principal=_check_ref("principal", body["principal"]),
+        agent_id=_check_ref("agent_id", body["agent_id"]),
+        session=_check_ref("session", body["session"]),
+        purpose_ref=_check_ref("purpose_ref", body["purpose_ref"]),
+        grants=frozenset(grants),
+        confirm_mutations=body["confirm_mutations"],
+        issued_at_ms=claims["iat"] * 1000,
+        expires_at_ms=claims["exp"] * 1000,
+    )
+
+
+def verify_binding(public_key: Ed25519PublicKey, token: str) -> Binding:
+    """The binding a host-signed token carries, expired or not. Raises BindingError when it does not verify."""
+    try:
+        claims = jwt.decode(
+            token,
+            public_key,
+            algorithms=["EdDSA"],
+            audience=AUDIENCE,
+            issuer=ISSUER,
+            options={
+                "verify_exp": False,
+                "verify_iat": False,
+                "require": ["iss", "aud", "sub", "jti", "iat", "exp"],
+            },
+        )
+    except jwt.PyJWTError as exc:
+        raise BindingError("the binding token does not verify against this host's key") from exc
+    try:
+        return _binding(claims)
+    except (KeyError, TypeError) as exc:
+        raise BindingError("the binding token's claims are malformed") from exc

@@ -1,0 +1,287 @@
+"""The `engram-memory` command: the host's interface (SPEC §14). No agent ever reaches it.
+
+Every subcommand takes `--home DIR` (or `ENGRAM_HOME`); listings take `--json`; every failure exits
+non-zero with a one-line reason on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.contract.instants import format_instant
+from engram_memory.contract.tools import ALL_TOOLS, tool_from_name
+from engram_memory.engine.gate import APPROVAL_TTL_MAX_MS, ConfirmationError
+from engram_memory.engine.ports import ConfirmationRow
+from engram_memory.host.bindings import BindingError, issue_binding, parse_duration
+from engram_memory.host.compose import HomeError, current_user, init_home, open_engine, verify_token
+from engram_memory.host.keyfiles import KeyFileError, load_signing_key
+from engram_memory.host.settings import HOME_ENV, binding_from_environment, resolve_home
+
+app = typer.Typer(
+    name="engram-memory",
+    help="Governed long-term memory for AI agents over MCP: the host's command line.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+confirmations_app = typer.Typer(help="The human gate for withdraw and forget (and gated capture/admission).")
+app.add_typer(confirmations_app, name="confirmations")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+HomeOption = Annotated[
+    Path | None,
+    typer.Option("--home", envvar=HOME_ENV, help="The host's home folder (store, keys, policy).", show_envvar=True),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def fail(reason: str) -> NoReturn:
+    err.print(f"engram-memory: error: {reason}", markup=False, highlight=False)
+    raise typer.Exit(code=1)
+
+
+@app.command()
+def init(
+    store: Annotated[str | None, typer.Option("--store", help="'sqlite' (default, embedded).")] = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create the store, key material, host signing key and default policy (idempotent)."""
+    paths = resolve_home(home)
+    try:
+        report = init_home(paths, store)
+    except (HomeError, KeyFileError, ContractError, OSError) as exc:
+        fail(str(exc) if not isinstance(exc, ContractError) else "the store could not be created")
+    if as_json:
+        out.print_json(
+            json.dumps({"home": str(paths.home), "store": report.store, "created": [str(p) for p in report.created]})
+        )
+        return
+    out.print(f"home: {paths.home}", markup=False)
+    out.print(f"store: {report.store}", markup=False)
+    for path in report.created:
+        out.print(f"created {path}", markup=False)
+    if not report.created:
+        out.print("nothing to do: the home is complete (keys are never overwritten)")
+
+
+@app.command()
+def bind(
+    tenant: Annotated[str, typer.Option("--tenant")],
+    workspace: Annotated[str, typer.Option("--workspace")],
+    principal: Annotated[str, typer.Option("--principal")],
+    agent: Annotated[str, typer.Option("--agent")],
+    session: Annotated[str, typer.Option("--session")],
+    purpose: Annotated[str, typer.Option("--purpose", help="The purpose_ref the agent must pass.")],
+    grant: Annotated[list[str] | None, typer.Option("--grant", help="A tool to grant (repeatable).")] = None,
+    all_tools: Annotated[bool, typer.Option("--all-tools", help="Grant all six tools.")] = False,
+    confirm_mutations: Annotated[
+        bool, typer.Option("--confirm-mutations", help="Capture and admission also need a human's approval.")
+    ] = False,
+    expires_in: Annotated[str, typer.Option("--expires-in", help="Lifetime: 90s, 30m, 8h, 7d.")] = "7d",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print one signed binding token on stdout."""
+    paths = resolve_home(home)
+    grants: set[str] = set()
+    for name in grant or []:
+        tool = tool_from_name(name)
+        if tool is None:
+            fail(f"unknown tool '{name}'")
+        grants.add(tool.value)
+    if all_tools:
+        grants.update(tool.value for tool in ALL_TOOLS)
+    try:
+        issued = issue_binding(
+            load_signing_key(paths),
+            tenant=tenant,
+            workspace=workspace,
+            principal=principal,
+            agent_id=agent,
+            session=session,
+            purpose_ref=purpose,
+            grants=frozenset(grants),
+            confirm_mutations=confirm_mutations,
+            lifetime_s=parse_duration(expires_in),
+            now_s=int(time.time()),
+        )
+    except (BindingError, KeyFileError) as exc:
+        fail(str(exc))
+    if as_json:
+        b = issued.binding
+        payload = {
+            "token": issued.token,
+            "token_id": b.token_id,
+            "tenant": b.tenant,
+            "workspace": b.workspace,
+            "principal": b.principal,
+            "agent_id": b.agent_id,
+            "session": b.session,
+            "purpose_ref": b.purpose_ref,
+            "grants": sorted(b.grants),
+            "confirm_mutations": b.confirm_mutations,
+            "expires_at": format_instant(b.expires_at_ms),
+        }
+        sys.stdout.write(json.dumps(payload) + "\n")
+    else:
+        sys.stdout.write(issued.token + "\n")
+
+
+@app.command()
+def serve(
+    binding: Annotated[str | None, typer.Option("--binding", help="The binding token (else ENGRAM_BINDING).")] = None,
+    home: HomeOption = None,
+) -> None:
+    """Serve MCP over stdio. Without a valid binding the server runs with no memory tools."""
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="engram-memory: %(levelname)s %(message)s")
+    log = logging.getLogger("engram_memory.serve")
+    paths = resolve_home(home)
+    from engram_memory.mcp.server import build_server
+    from engram_memory.mcp.stdio import serve_stdio
+
+    try:
+        with open_engine(paths) as engine:
+            verified, reason = verify_token(paths, binding_from_environment(binding))
+            if reason is not None:
+                log.warning(reason)
+            else:
+                log.info("serving over stdio; binding %s verified", verified.token_id if verified else "-")
+            anyio.run(serve_stdio, build_server(engine, lambda _ctx: verified))
+    except (HomeError, KeyFileError) as exc:
+        fail(str(exc))
+    except ContractError as exc:
+        fail(f"the store is unavailable ({exc.code.value})")
+
+
+def _confirmation_json(row: ConfirmationRow, status: str) -> dict[str, Any]:
+    return {
+        "id": row.confirmation_id,
+        "status": status,
+        "tool": row.tool,
+        "target": row.target,
+        "tenant": row.scope.tenant,
+        "workspace": row.scope.workspace,
+        "principal": row.actor.principal,
+        "agent_id": row.actor.agent_id,
+        "session": row.actor.session,
+        "reason_ref": row.reason_ref,
+        "summary": dict(row.summary),
+        "operation_digest": row.operation_digest,
+        "requested_at": format_instant(row.requested_at_ms),
+        "decided_at": None if row.decided_at_ms is None else format_instant(row.decided_at_ms),
+        "decided_by": row.decided_by,
+        "approval_expires_at": None
+        if row.approval_expires_at_ms is None
+        else format_instant(row.approval_expires_at_ms),
+    }
+
+
+@confirmations_app.command("list")
+def confirmations_list(
+    include_all: Annotated[bool, typer.Option("--all", help="Include decided, consumed and expired ones.")] = False,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List confirmation requests waiting for a human (or all of them)."""
+    try:
+        with open_engine(resolve_home(home)) as engine:
+            rows = engine.confirmations(include_decided=include_all)
+    except (HomeError, KeyFileError) as exc:
+        fail(str(exc))
+    except ContractError:
+        fail("the store is unavailable")
+    items = [_confirmation_json(row, status) for row, status in rows]
+    if as_json:
+        sys.stdout.write(json.dumps(items) + "\n")
+        return
+    if not items:
+        out.print("no confirmation requests")
+        return
+    table = Table(title="Confirmation requests")
+    for column in ("id", "status", "tool", "target", "principal", "reason", "requested"):
+        table.add_column(column)
+    for item in items:
+        table.add_row(
+            item["id"],
+            item["status"],
+            item["tool"].removeprefix("engram_memory_"),
+            item["target"],
+            f"{item['principal']} ({item['tenant']}/{item['workspace']})",
+            item["reason_ref"] or "",
+            item["requested_at"],
+        )
+    out.print(table)
+
+
+def _decide(confirmation_id: str, home: Path | None, approve_ttl_s: int | None, as_json: bool) -> None:
+    try:
+        with open_engine(resolve_home(home)) as engine:
+            if approve_ttl_s is None:
+                row = engine.deny_confirmation(confirmation_id, decided_by=current_user())
+            else:
+                row = engine.approve_confirmation(
+                    confirmation_id, decided_by=current_user(), ttl_ms=approve_ttl_s * 1000
+                )
+    except (HomeError, KeyFileError, ConfirmationError) as exc:
+        fail(str(exc))
+    except ContractError:
+        fail("the store is unavailable")
+    if as_json:
+        sys.stdout.write(json.dumps(_confirmation_json(row, row.status)) + "\n")
+    elif row.status == "approved" and row.approval_expires_at_ms is not None:
+        out.print(
+            f"approved {row.confirmation_id} ({row.tool} {row.target}) until "
+            f"{format_instant(row.approval_expires_at_ms)}: the agent may now repeat the identical call",
+            markup=False,
+        )
+    else:
+        out.print(f"denied {row.confirmation_id} ({row.tool} {row.target})", markup=False)
+
+
+@confirmations_app.command("approve")
+def confirmations_approve(
+    confirmation_id: Annotated[str, typer.Argument(metavar="ID")],
+    ttl: Annotated[int, typer.Option("--ttl", help="Seconds the approval stays valid (1-300).")] = 300,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve one request: the agent's identical retry then executes, once."""
+    if not 1 <= ttl <= APPROVAL_TTL_MAX_MS // 1000:
+        fail("--ttl must be between 1 and 300 seconds")
+    _decide(confirmation_id, home, ttl, as_json)
+
+
+@confirmations_app.command("deny")
+def confirmations_deny(
+    confirmation_id: Annotated[str, typer.Argument(metavar="ID")],
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Deny one request: the operation is not asked again (the agent would need a new key)."""
+    _decide(confirmation_id, home, None, as_json)
+
+
+@app.command()
+def demo() -> None:
+    """A scripted agent session against a fresh temporary store, over a real MCP stdio connection."""
+    from engram_memory.host.demo import run_demo
+
+    raise typer.Exit(code=anyio.run(run_demo, out))
+
+
+def main() -> None:
+    app()

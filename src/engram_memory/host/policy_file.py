@@ -1,0 +1,78 @@
+"""The admission policy as a TOML file in the host's home, re-read when it changes.
+
+A policy that fails to parse is never replaced by a guess: capture, admission and reads answer
+POLICY_UNAVAILABLE until the host fixes the file.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import tomllib
+from pathlib import Path
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.policy import AdmissionPolicy, PolicyError, policy_from_mapping
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_POLICY_TOML = """\
+# engram-memory admission policy. Edited by the host; re-read on change, no restart needed.
+policy_id = "default"
+version = 1
+
+# "auto": accept a candidate that passes every check below.
+# "review": send every candidate that passes them to a human (engram-memory review ...).
+mode = "auto"
+
+min_citations = 1
+require_attestation = false
+max_payload_bytes = 1048576
+
+# Principals allowed to capture with retention.derivative_rule = "retain" ("*" for everyone).
+retain_principals = []
+# Upper bound for retention.expires_at, in days after capture.
+max_retention_days = 365
+# Reconciliation families the host consents to.
+consented_families = []
+
+# Record fields removed from what agents read, e.g. ["provenance.session", "citations.locator"].
+redact_fields = []
+
+# The secret detector: every category is on by default except personal_data.
+[secrets]
+personal_data = false
+"""
+
+
+def read_policy(path: Path) -> AdmissionPolicy:
+    """Raises PolicyError (or OSError) with a reason the host can act on."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{path.name} is not valid TOML: {exc}") from exc
+    return policy_from_mapping(data)
+
+
+class FilePolicySource:
+    """Re-reads the file when its modification time or size changes; thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._policy: AdmissionPolicy | None = None
+
+    def current(self) -> AdmissionPolicy:
+        with self._lock:
+            try:
+                stat = self._path.stat()
+                stamp = (stat.st_mtime_ns, stat.st_size)
+                if stamp != self._stamp or self._policy is None:
+                    self._policy = read_policy(self._path)
+                    self._stamp = stamp
+            except (OSError, PolicyError) as exc:
+                self._policy, self._stamp = None, None
+                logger.error("admission policy unavailable: %s", exc)
+                raise ContractError(ErrorCode.POLICY_UNAVAILABLE) from exc
+            return self._policy

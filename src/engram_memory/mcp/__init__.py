@@ -1,0 +1,1 @@
+"""The agent edge: tool list, trusted context, envelopes, and the MCP server."""

@@ -1,0 +1,62 @@
+"""The MCP server on the SDK's low-level `Server`: our schemas verbatim, our envelopes, our errors.
+
+Only two things cross this edge as JSON-RPC errors (`-32603`, `-32602`); everything else is an
+envelope sent as `structuredContent` plus the same JSON as text, with `isError == !ok`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from engram_memory import __version__
+from engram_memory.contract.binding import Binding
+from engram_memory.contract.errors import ProtocolFault
+from engram_memory.engine.engine import Engine
+from engram_memory.mcp.tools import INSTRUCTIONS, tool_definitions
+
+SERVER_NAME = "engram-memory"
+
+BindingSource = Callable[[ServerRequestContext[Any]], Binding | None]
+
+
+def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=envelope,
+        is_error=not envelope["ok"],
+    )
+
+
+def build_server(engine: Engine, binding_source: BindingSource) -> Server[Any]:
+    """`binding_source` gives the verified binding of the request (fixed for stdio, per request on HTTP)."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_definitions(binding_source(ctx)))
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        binding = binding_source(ctx)
+        try:
+            envelope = await anyio.to_thread.run_sync(engine.handle, binding, params.name, params.arguments)
+        except ProtocolFault as fault:
+            raise MCPError(code=fault.code, message=fault.message) from None
+        return tool_result(envelope)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        title="Engram memory",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

@@ -1,0 +1,1 @@
+"""Where state lives: implementations of the engine's store port."""

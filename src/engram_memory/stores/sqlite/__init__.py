@@ -1,0 +1,1 @@
+"""The embedded default store: SQLite in WAL mode with FTS5."""
