@@ -93,10 +93,7 @@ def test_bm25f_dilutes_when_field_is_longer() -> None:
 
 def test_bm25f_saturates_when_term_repeats() -> None:
     stats, df = _stats(), {"cache": 2}
-    scores = [
-        bm25f(["cache"], _doc("d", context=["cache"] * n), df, _stats(avg=float(n)))
-        for n in (1, 2, 3, 4, 5, 6)
-    ]
+    scores = [bm25f(["cache"], _doc("d", context=["cache"] * n), df, _stats(avg=float(n))) for n in (1, 2, 3, 4, 5, 6)]
     gains = [b - a for a, b in itertools.pairwise(scores)]
     assert all(g > 0 for g in gains)
     assert gains == sorted(gains, reverse=True)

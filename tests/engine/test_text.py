@@ -201,9 +201,7 @@ def test_tokens_survive_fts5_unicode61_when_any_code_point_is_inside_a_word() ->
 
 
 def test_tokenize_is_fast_when_text_is_64_kib() -> None:
-    sentence = (
-        "The server recorded 42 decisions about parse_config errors while agents were running queries. "
-    )
+    sentence = "The server recorded 42 decisions about parse_config errors while agents were running queries. "
     text = (sentence * (65536 // len(sentence) + 1))[:65536]
     tokenize(text)
     start = time.perf_counter()

@@ -36,4 +36,7 @@ def format_instant(epoch_ms: int) -> str:
     """The canonical spelling of an epoch-milliseconds instant."""
     seconds, millis = divmod(epoch_ms, 1000)
     moment = datetime.fromtimestamp(seconds, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{millis:03d}Z"
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{millis:03d}Z"
+    )

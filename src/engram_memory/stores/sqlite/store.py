@@ -40,17 +40,18 @@ class SQLiteStore:
 
     index_name = "sqlite-fts5"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self.path = path
         self._lock = threading.RLock()
+        self._erasure_pending = False
         try:
             self._db = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+                path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
             )
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
             self._db.execute("PRAGMA secure_delete = ON")
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._migrate()
         except sqlite3.Error as exc:
             raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
@@ -109,6 +110,8 @@ class SQLiteStore:
                 self._rollback()
                 logger.error("commit failed: %s", type(exc).__name__)
                 raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from exc
+            if self._erasure_pending:
+                self.erase_physically()
 
     @contextmanager
     def read(self) -> Iterator[SQLiteTx]:
@@ -140,11 +143,15 @@ class SQLiteStore:
             try:
                 row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             except sqlite3.Error:
-                return False
-            return row is not None and row[0] == 0
+                row = None
+            # Another process's open snapshot can hold the checkpoint back: retry after later writes.
+            self._erasure_pending = row is None or row[0] != 0
+            return not self._erasure_pending
 
     def close(self) -> None:
         with self._lock:
+            if self._erasure_pending:
+                self.erase_physically()
             self._db.close()
 
 

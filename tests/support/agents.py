@@ -1,0 +1,83 @@
+"""A real MCP client (the SDK's) talking to a real `engram-memory serve` process over stdio.
+
+Driven synchronously from tests through an anyio blocking portal, so one server process can serve
+many tests. Every tool result is checked against SPEC §3 on the way in: the text block holds the
+same JSON as `structuredContent`, and `isError == !ok`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from anyio.from_thread import start_blocking_portal
+
+from mcp import Client, StdioServerParameters
+
+
+class StdioAgent:
+    def __init__(
+        self, home: Path, token: str | None, *, mode: str = "auto", extra_env: dict[str, str] | None = None
+    ) -> None:
+        env = dict(extra_env or {})
+        if token is not None:
+            env["ENGRAM_BINDING"] = token
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "engram_memory", "serve", "--home", str(home)], env=env
+        )
+        self._stack = ExitStack()
+        self._portal = self._stack.enter_context(start_blocking_portal())
+        try:
+            self._client: Client = self._stack.enter_context(
+                self._portal.wrap_async_context_manager(Client(params, mode=mode, read_timeout_seconds=60))
+            )
+        except BaseException:
+            self._stack.close()
+            raise
+
+    @property
+    def protocol_version(self) -> str:
+        return self._client.protocol_version
+
+    def list_tools(self) -> list[types.Tool]:
+        return list(self._portal.call(self._client.list_tools).tools)
+
+    def raw_call(self, tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        """Raises mcp.shared.exceptions.MCPError for protocol errors."""
+        return self._portal.call(self._client.call_tool, tool, arguments)
+
+    def call(self, tool: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """The envelope, after checking the SPEC §3 transport rules."""
+        result = self.raw_call(tool, arguments)
+        envelope = result.structured_content
+        assert isinstance(envelope, dict)
+        texts = [block for block in result.content if isinstance(block, types.TextContent)]
+        assert len(texts) == 1 and len(result.content) == 1
+        assert json.loads(texts[0].text) == envelope
+        assert result.is_error == (not envelope["ok"])
+        return envelope
+
+    def value(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        envelope = self.call(tool, arguments)
+        assert envelope["ok"], envelope
+        value: dict[str, Any] = envelope["output"]["value"]
+        return value
+
+    def error_code(self, tool: str, arguments: dict[str, Any] | None) -> str:
+        envelope = self.call(tool, arguments)
+        assert not envelope["ok"], envelope
+        code: str = envelope["error"]["code"]
+        return code
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> StdioAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,54 @@
+"""An agent calling the engine in-process: the same `Engine.handle` the MCP server calls, minus the transport."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram_memory.contract.binding import Binding
+from engram_memory.engine.engine import Engine
+from tests.support.payloads import PURPOSE, capture_args, unique_key
+
+
+class InProcessAgent:
+    def __init__(self, engine: Engine, binding: Binding) -> None:
+        self.engine = engine
+        self.binding = binding
+
+    def call(self, tool: str, arguments: Any) -> dict[str, Any]:
+        return self.engine.handle(self.binding, tool, arguments)
+
+    def value(self, tool: str, arguments: Any) -> dict[str, Any]:
+        envelope = self.call(tool, arguments)
+        assert envelope["ok"], envelope
+        value: dict[str, Any] = envelope["output"]["value"]
+        return value
+
+    def error_code(self, tool: str, arguments: Any) -> str:
+        envelope = self.call(tool, arguments)
+        assert not envelope["ok"], envelope
+        code: str = envelope["error"]["code"]
+        return code
+
+    # -- the common flows --------------------------------------------------------------------
+    def capture(self, text: str, **options: Any) -> dict[str, Any]:
+        return self.value("engram_memory_capture", capture_args(text, **options))
+
+    def admit(self, candidate_id: str, key: str | None = None) -> dict[str, Any]:
+        args = {"candidate_id": candidate_id, "idempotency_key": key or unique_key("admit")}
+        outcome: dict[str, Any] = self.value("engram_memory_request_admission", args)["outcome"]
+        return outcome
+
+    def remember(self, text: str, **options: Any) -> str:
+        """Capture and admit; the record id."""
+        outcome = self.admit(self.capture(text, **options)["candidate_id"])
+        assert outcome["status"] == "accepted", outcome
+        return str(outcome["record_id"])
+
+    def search(self, query: str, **options: Any) -> dict[str, Any]:
+        return self.value("engram_memory_search", {"query": query, "purpose_ref": PURPOSE, **options})
+
+    def found_ids(self, query: str, **options: Any) -> list[str]:
+        return [packet["record"]["record_id"] for packet in self.search(query, **options)["records"]]
+
+    def get(self, record_id: str) -> dict[str, Any]:
+        return self.call("engram_memory_get", {"record_id": record_id, "purpose_ref": PURPOSE})

@@ -1,0 +1,44 @@
+"""The docs keep up with the code: every tool, error code and CLI command is documented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engram_memory.contract.errors import ErrorCode
+from engram_memory.contract.tools import ALL_TOOLS
+from engram_memory.host.cli import app, confirmations_app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _text(*names: str) -> str:
+    return "\n".join((ROOT / name).read_text(encoding="utf-8") for name in names)
+
+
+@pytest.mark.parametrize("tool", [tool.value for tool in ALL_TOOLS])
+def test_every_tool_is_documented(tool: str) -> None:
+    assert f"## {tool}" in _text("docs/tools.md")
+    assert tool in _text("README.md")
+
+
+@pytest.mark.parametrize("code", [code.value for code in ErrorCode])
+def test_every_error_code_is_documented(code: str) -> None:
+    assert f"| {code} |" in _text("docs/errors.md")
+
+
+def _commands() -> list[str]:
+    names = [command.name or command.callback.__name__ for command in app.registered_commands if command.callback]
+    names += [f"confirmations {command.name}" for command in confirmations_app.registered_commands]
+    return names
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_cli_command_is_documented(command: str) -> None:
+    assert f"engram-memory {command}" in _text("docs/operations.md")
+
+
+def test_readme_leads_with_the_two_commands() -> None:
+    head = (ROOT / "README.md").read_text(encoding="utf-8")[:400]
+    assert "make demo" in head and "make test" in head
