@@ -17,7 +17,7 @@ from engram_memory.contract.canonical import (
     is_digest,
 )
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "data" / "golden-payload.json"
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden-payload.json"  # copied from shared/data
 GOLDEN_DIGEST = "sha256:df5abcbf1d1091794c1f37efcd89e5f7bd6b91afa631e29f084178d35c55e913"
 
 
