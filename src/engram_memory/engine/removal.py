@@ -37,8 +37,8 @@ def withdraw(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, 
         result = _withdraw(deps, tx, call, arguments, op_digest)
     if result is None:
         raise ContractError(ErrorCode.GATE_FAILED)
-    if not result["replayed"]:
-        deps.store.erase_physically()
+    # Also on a replay: the first execution's reply (and its checkpoint) may have been lost.
+    deps.store.erase_physically()
     return result
 
 
@@ -50,8 +50,8 @@ def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         result = _forget(deps, tx, call, arguments, op_digest)
     if result is None:
         raise ContractError(ErrorCode.GATE_FAILED)
-    if not result["replayed"]:
-        deps.store.erase_physically()
+    # Also on a replay: the first execution's reply (and its checkpoint) may have been lost.
+    deps.store.erase_physically()
     return result
 
 

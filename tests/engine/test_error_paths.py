@@ -1,0 +1,150 @@
+"""Every error a mutating tool can return, and that each one leaves the store exactly as it was."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from engram_memory.engine.engine import Engine
+from engram_memory.host.settings import HostPaths
+from engram_memory.stores.sqlite.store import SQLiteStore
+from tests.support.clocks import ManualClock
+from tests.support.engines import steered_engine
+from tests.support.homes import bind
+from tests.support.inprocess import InProcessAgent
+from tests.support.payloads import capture_args, unique_key
+
+TABLES = ("journal", "candidates", "records", "sealed_bodies", "idempotency", "tombstones", "lexical_index")
+
+
+def _snapshot(paths: HostPaths) -> dict[str, list[tuple[Any, ...]]]:
+    with sqlite3.connect(paths.sqlite_file) as db:
+        return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in TABLES}
+
+
+def _approve_all(engine: Engine) -> None:
+    for row, _status in engine.confirmations():
+        engine.approve_confirmation(row.confirmation_id, decided_by="host:test", ttl_ms=300_000)
+
+
+def _gated(agent: InProcessAgent, engine: Engine, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    first = agent.call(tool, args)
+    if first["ok"] or first["error"]["code"] != "gate_failed":
+        return first
+    _approve_all(engine)
+    return agent.call(tool, args)
+
+
+def test_digest_conflict_for_every_mutating_tool_writes_nothing(
+    agent: InProcessAgent, steered: Engine, paths: HostPaths
+) -> None:
+    record_id = agent.remember("Conflicts never write.")
+    candidate = agent.capture("A pending one.")["candidate_id"]
+    key = unique_key("reused")
+    agent.value("engram_memory_capture", capture_args("First use of the key.", key=key))
+    before = _snapshot(paths)
+    attempts = [
+        ("engram_memory_capture", capture_args("Other content, same key.", key=key)),
+        ("engram_memory_request_admission", {"candidate_id": candidate, "idempotency_key": key}),
+        ("engram_memory_withdraw", {"candidate_id": candidate, "idempotency_key": key, "reason_ref": "r"}),
+        ("engram_memory_forget", {"record_id": record_id, "idempotency_key": key, "reason_ref": "r"}),
+    ]
+    for tool, args in attempts:
+        assert agent.error_code(tool, args) == "DIGEST_CONFLICT"
+    assert _snapshot(paths) == before
+    assert steered.confirmations(include_decided=True) == []
+
+
+def test_same_key_other_target_is_digest_conflict(agent: InProcessAgent, steered: Engine) -> None:
+    first = agent.capture("Draft one.")["candidate_id"]
+    second = agent.capture("Draft two.")["candidate_id"]
+    key = unique_key("admit")
+    agent.value("engram_memory_request_admission", {"candidate_id": first, "idempotency_key": key})
+    assert agent.error_code("engram_memory_request_admission", {"candidate_id": second, "idempotency_key": key}) == (
+        "DIGEST_CONFLICT"
+    )
+
+
+def test_admission_replay_returns_first_outcome(agent: InProcessAgent) -> None:
+    candidate = agent.capture("Replayed admission.")["candidate_id"]
+    args = {"candidate_id": candidate, "idempotency_key": unique_key("admit")}
+    first = agent.value("engram_memory_request_admission", args)
+    again = agent.value("engram_memory_request_admission", args)
+    assert first["replayed"] is False and again["replayed"] is True
+    assert again["outcome"] == first["outcome"]
+
+
+def test_withdraw_of_an_accepted_candidate_is_illegal_transition(agent: InProcessAgent, steered: Engine) -> None:
+    candidate = agent.capture("Accepted, then someone tries to withdraw it.")["candidate_id"]
+    agent.admit(candidate)
+    args = {"candidate_id": candidate, "idempotency_key": unique_key("w"), "reason_ref": "r"}
+    assert agent.error_code("engram_memory_withdraw", args) == "ILLEGAL_TRANSITION"
+    assert steered.confirmations(include_decided=True) == []
+
+
+def test_admission_with_a_missing_candidate_body_is_blob_missing(agent: InProcessAgent, paths: HostPaths) -> None:
+    candidate = agent.capture("Its body will vanish.")["candidate_id"]
+    with sqlite3.connect(paths.sqlite_file) as db:
+        db.execute("DELETE FROM sealed_bodies WHERE owner_id = ?", (candidate,))
+    before = _snapshot(paths)
+    args = {"candidate_id": candidate, "idempotency_key": unique_key("admit")}
+    assert agent.error_code("engram_memory_request_admission", args) == "BLOB_MISSING"
+    assert _snapshot(paths) == before
+
+
+class CommitReplyLost(SQLiteStore):
+    """Simulated fault: the commit happens, then the driver reports an error."""
+
+    armed = False
+
+    def _commit(self) -> None:
+        super()._commit()
+        if self.armed:
+            self.armed = False
+            raise sqlite3.OperationalError("disk I/O error")
+
+
+Setup = Callable[[InProcessAgent], tuple[str, dict[str, Any]]]
+
+
+def _admission(agent: InProcessAgent) -> tuple[str, dict[str, Any]]:
+    candidate = agent.capture("Admission whose reply is lost.")["candidate_id"]
+    return "engram_memory_request_admission", {"candidate_id": candidate, "idempotency_key": unique_key("a")}
+
+
+def _withdraw(agent: InProcessAgent) -> tuple[str, dict[str, Any]]:
+    candidate = agent.capture("Withdrawal whose reply is lost.")["candidate_id"]
+    return "engram_memory_withdraw", {"candidate_id": candidate, "idempotency_key": unique_key("w"), "reason_ref": "r"}
+
+
+def _forget(agent: InProcessAgent) -> tuple[str, dict[str, Any]]:
+    record_id = agent.remember("Forget whose reply is lost.")
+    return "engram_memory_forget", {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r"}
+
+
+@pytest.mark.parametrize("setup", [_admission, _withdraw, _forget], ids=["admission", "withdraw", "forget"])
+def test_mutation_outcome_unknown_resolves_by_replay_simulated(paths: HostPaths, setup: Setup) -> None:
+    store = CommitReplyLost(paths.sqlite_file)
+    with steered_engine(paths, clock=ManualClock(), store=store) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        tool, args = setup(agent)
+        first = agent.call(tool, args)
+        if not first["ok"] and first["error"]["code"] == "gate_failed":
+            _approve_all(engine)
+        store.armed = True
+        lost = agent.call(tool, args)
+        assert lost["error"]["code"] == "MUTATION_OUTCOME_UNKNOWN" and lost["error"]["retriable"] is True
+        resolved = agent.value(tool, args)
+        assert resolved["replayed"] is True
+        events = _snapshot(paths)["journal"]
+        assert len(events) == len({row[2] for row in events})
+
+
+def test_gated_replay_needs_no_new_approval(agent: InProcessAgent, steered: Engine) -> None:
+    tool, args = _withdraw(agent)
+    assert _gated(agent, steered, tool, args)["ok"]
+    assert steered.confirmations() == []
+    assert agent.value(tool, args)["replayed"] is True
