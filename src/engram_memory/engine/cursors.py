@@ -44,6 +44,8 @@ def open_cursor(key: bytes, token: str) -> dict[str, Any] | None:
         tag = _unb64(parts[1])
     except (ValueError, UnicodeEncodeError):
         return None
+    if _b64(body) != parts[0] or _b64(tag) != parts[1]:
+        return None  # only the canonical spelling: unused trailing bits must not make a second valid cursor
     if not hmac.compare_digest(tag, hmac.new(key, body, hashlib.sha256).digest()):
         return None
     claims = json.loads(body)

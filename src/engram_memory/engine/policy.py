@@ -135,6 +135,8 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
     )
     if policy.min_citations < 1 or policy.max_payload_bytes < 1 or policy.max_retention_days < 1:
         raise PolicyError("min_citations, max_payload_bytes and max_retention_days must be positive")
+    if not policy.policy_id.strip() or policy.version < 1:
+        raise PolicyError("policy_id must be non-empty and version a positive integer")
     return policy.with_digest()
 
 

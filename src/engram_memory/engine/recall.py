@@ -45,10 +45,11 @@ DEFAULT_PACKET_BYTES = 65_536
 
 
 def eligible(record: RecordRow, valid_at_ms: int) -> bool:
-    """Current, already valid, and not past its retention expiry."""
+    """Current, valid at `valid_at_ms` (inside [t, t_end]), and not past its retention expiry."""
     return (
         record.state == RecordState.ACCEPTED_CURRENT.value
         and record.valid_from_ms <= valid_at_ms
+        and (record.valid_to_ms is None or valid_at_ms <= record.valid_to_ms)
         and (record.expires_at_ms is None or record.expires_at_ms > valid_at_ms)
     )
 
@@ -84,7 +85,7 @@ def _rank(tx: StoreTx, call: Call, terms: Sequence[str], valid_at_ms: int) -> tu
         avg_field_len={name: stats.field_token_totals.get(name, 0) / count for name in FIELDS},
     )
     documents = [Document(doc_id=doc.record_id, fields={n: doc.fields[n].split() for n in FIELDS}) for doc in docs]
-    ages = {doc.record_id: valid_at_ms - (doc.valid_to_ms or doc.valid_from_ms) for doc in docs}
+    ages = {doc.record_id: valid_at_ms - doc.valid_from_ms for doc in docs}
     ranked = rank(terms, documents, tx.term_doc_counts(call.scope, terms), corpus, ages_ms=ages)
     return ranked, len(docs)
 

@@ -16,7 +16,6 @@ from typing import Annotated, Any, NoReturn
 import anyio
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
@@ -48,8 +47,13 @@ HomeOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
+def one_line(reason: str) -> str:
+    """Control characters and line breaks would split a one-line reason; fold them into spaces."""
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in reason).split())
+
+
 def fail(reason: str) -> NoReturn:
-    err.print(f"engram-memory: error: {reason}", markup=False, highlight=False)
+    err.print(f"engram-memory: error: {one_line(reason)}", markup=False, highlight=False)
     raise typer.Exit(code=1)
 
 
@@ -211,20 +215,20 @@ def confirmations_list(
     if not items:
         out.print("no confirmation requests")
         return
-    table = Table(title="Confirmation requests")
-    for column in ("id", "status", "tool", "target", "principal", "reason", "requested"):
-        table.add_column(column)
     for item in items:
-        table.add_row(
-            item["id"],
-            item["status"],
-            item["tool"].removeprefix("engram_memory_"),
-            item["target"],
-            f"{item['principal']} ({item['tenant']}/{item['workspace']})",
-            item["reason_ref"] or "",
-            item["requested_at"],
+        # One block per request: readable at any terminal width, and the id is never cut short.
+        out.print(f"{item['id']}  {item['status']}  {item['tool']} {item['target']}", markup=False, highlight=False)
+        out.print(
+            f"    asked by {item['principal']} ({item['tenant']}/{item['workspace']}), agent {item['agent_id']},"
+            f" session {item['session']}",
+            markup=False,
+            highlight=False,
         )
-    out.print(table)
+        details = f"    reason {item['reason_ref'] or '-'}; requested {item['requested_at']}"
+        if item["approval_expires_at"]:
+            details += f"; approved until {item['approval_expires_at']}"
+        out.print(details, markup=False, highlight=False)
+        out.print(f"    {json.dumps(item['summary'], ensure_ascii=False)}", markup=False, highlight=False)
 
 
 def _decide(confirmation_id: str, home: Path | None, approve_ttl_s: int | None, as_json: bool) -> None:
@@ -284,4 +288,15 @@ def demo() -> None:
 
 
 def main() -> None:
-    app()
+    """Runs the CLI; usage errors get the same one-line reason as every other failure."""
+    arguments = sys.argv[1:] or ["--help"]
+    try:
+        code = app(arguments, standalone_mode=False)
+    except typer.Abort:
+        err.print("engram-memory: error: aborted", markup=False, highlight=False)
+        sys.exit(130)
+    except typer.TyperException as exc:  # usage errors: unknown command, missing or bad option
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        err.print(f"engram-memory: error: {one_line(message)}", markup=False, highlight=False)
+        sys.exit(getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)

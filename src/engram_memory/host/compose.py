@@ -53,6 +53,7 @@ def init_home(paths: HostPaths, store: str | None = None) -> InitReport:
     if not paths.policy.exists():
         paths.policy.write_text(DEFAULT_POLICY_TOML, encoding="utf-8")
         created.append(paths.policy)
+    _refuse_new_keys_for_old_data(paths)
     created.extend(create_key_files(paths))
     paths.store_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not paths.sqlite_file.exists():
@@ -61,10 +62,28 @@ def init_home(paths: HostPaths, store: str | None = None) -> InitReport:
     return InitReport(created=created, store=wanted)
 
 
+def _refuse_new_keys_for_old_data(paths: HostPaths) -> None:
+    """A lost key file must be restored, not replaced: new keys would orphan every sealed body."""
+    key_files = (paths.kek_file, paths.secret_file, paths.signing_key_file)
+    missing = [path for path in key_files if not path.exists()]
+    if not missing or not paths.sqlite_file.exists():
+        return
+    store = SQLiteStore(paths.sqlite_file)
+    try:
+        holds_data = store.holds_data()
+    finally:
+        store.close()
+    if holds_data:
+        raise HomeError(
+            f"keys/{missing[0].name} is missing but the store already holds data: restore it from your "
+            "key backup instead of making a new one"
+        )
+
+
 def configured_store(paths: HostPaths) -> str:
     try:
         config = tomllib.loads(paths.config.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
         raise HomeError(f"cannot read {paths.config}: run 'engram-memory init' first") from exc
     store = config.get("store")
     if store != SQLITE_STORE:

@@ -95,7 +95,7 @@ def load_mac_keys(paths: HostPaths) -> MacKeys:
 def load_signing_key(paths: HostPaths) -> Ed25519PrivateKey:
     try:
         key = serialization.load_pem_private_key(_read(paths.signing_key_file), password=None)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # TypeError: the key is protected by a passphrase
         raise KeyFileError(f"{paths.signing_key_file.name} is malformed") from exc
     if not isinstance(key, Ed25519PrivateKey):
         raise KeyFileError(f"{paths.signing_key_file.name} is not an Ed25519 key")

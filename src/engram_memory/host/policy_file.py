@@ -45,34 +45,43 @@ personal_data = false
 """
 
 
-def read_policy(path: Path) -> AdmissionPolicy:
-    """Raises PolicyError (or OSError) with a reason the host can act on."""
+def parse_policy(raw: bytes, name: str = "policy.toml") -> AdmissionPolicy:
+    """Raises PolicyError with a reason the host can act on."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"{name} is not UTF-8 text") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"{path.name} is not valid TOML: {exc}") from exc
+        raise PolicyError(f"{name} is not valid TOML: {exc}") from exc
     return policy_from_mapping(data)
 
 
+def read_policy(path: Path) -> AdmissionPolicy:
+    """Raises PolicyError (or OSError) with a reason the host can act on."""
+    return parse_policy(path.read_bytes(), path.name)
+
+
 class FilePolicySource:
-    """Re-reads the file when its modification time or size changes; thread-safe."""
+    """Reads the (small) file on every call and re-parses it when its bytes change; thread-safe.
+
+    Comparing content rather than timestamps means no edit can go unnoticed.
+    """
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = None
+        self._raw: bytes | None = None
         self._policy: AdmissionPolicy | None = None
 
     def current(self) -> AdmissionPolicy:
         with self._lock:
             try:
-                stat = self._path.stat()
-                stamp = (stat.st_mtime_ns, stat.st_size)
-                if stamp != self._stamp or self._policy is None:
-                    self._policy = read_policy(self._path)
-                    self._stamp = stamp
+                raw = self._path.read_bytes()
+                if raw != self._raw or self._policy is None:
+                    self._policy = parse_policy(raw, self._path.name)
+                    self._raw = raw
             except (OSError, PolicyError) as exc:
-                self._policy, self._stamp = None, None
+                self._policy, self._raw = None, None
                 logger.error("admission policy unavailable: %s", exc)
                 raise ContractError(ErrorCode.POLICY_UNAVAILABLE) from exc
             return self._policy

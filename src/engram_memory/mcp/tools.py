@@ -36,7 +36,9 @@ _DESCRIPTIONS: dict[Tool, str] = {
     Tool.CAPTURE: (
         "Submit cited knowledge as an encrypted pending candidate. It is not searchable until "
         "engram_memory_request_admission accepts it, and candidate_id is not a record_id. Every component cites "
-        "at least one citation; valid_time and primary_event.at are epoch milliseconds. Omit retention unless "
+        "at least one citation; valid_time and primary_event.at are epoch milliseconds, and the record is current "
+        "only while now lies in [valid_time.t, valid_time.t_end] (omit t_end for knowledge that stays true). "
+        "Omit retention unless "
         "told otherwise. Never include secrets, credentials, tokens, passwords, connection strings or .env values."
     ),
     Tool.REQUEST_ADMISSION: (

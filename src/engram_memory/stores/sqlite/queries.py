@@ -92,6 +92,9 @@ class SQLiteTx:
             (scope.tenant, scope.workspace, event.cursor, event.event_digest, records_cursor, records_cursor),
         )
 
+    def any_journal(self) -> bool:
+        return bool(self._db.execute("SELECT EXISTS (SELECT 1 FROM journal)").fetchone()[0])
+
     def events(self, scope: Scope) -> Iterator[JournalEvent]:
         rows = self._db.execute(
             "SELECT cursor, event_id, kind, at_ms, body, prev_digest, event_digest, affects_records"
@@ -334,9 +337,18 @@ class SQLiteTx:
             f"SELECT r.record_id, {', '.join('f.' + c for c in _FTS_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
             " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rowid"
             " WHERE lexical_index MATCH ? AND r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current'"
-            " AND r.valid_from_ms <= ? AND (r.expires_at_ms IS NULL OR r.expires_at_ms > ?)"
+            " AND r.valid_from_ms <= ? AND (r.valid_to_ms IS NULL OR r.valid_to_ms >= ?)"
+            " AND (r.expires_at_ms IS NULL OR r.expires_at_ms > ?)"
             f" ORDER BY bm25(lexical_index, {_BM25_WEIGHTS}), r.record_id LIMIT ?",
-            (_match_expression(scope, terms), scope.tenant, scope.workspace, valid_at_ms, valid_at_ms, limit),
+            (
+                _match_expression(scope, terms),
+                scope.tenant,
+                scope.workspace,
+                valid_at_ms,
+                valid_at_ms,
+                valid_at_ms,
+                limit,
+            ),
         ).fetchall()
         return [
             IndexedDoc(

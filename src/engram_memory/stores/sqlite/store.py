@@ -148,6 +148,11 @@ class SQLiteStore:
             self._erasure_pending = row is None or row[0] != 0
             return not self._erasure_pending
 
+    def holds_data(self) -> bool:
+        """Whether any scope has a journal: such a store must never get fresh keys."""
+        with self.read() as tx:
+            return tx.any_journal()
+
     def close(self) -> None:
         with self._lock:
             if self._erasure_pending:

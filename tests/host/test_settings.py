@@ -1,0 +1,103 @@
+"""Where the host's files live: `--home` beats `ENGRAM_HOME` beats the default; the binding flag beats
+`ENGRAM_BINDING`. Environments are passed explicitly, so the test process's own variables never leak in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engram_memory.host.settings import (
+    BINDING_ENV,
+    DEFAULT_HOME,
+    HOME_ENV,
+    HostPaths,
+    binding_from_environment,
+    resolve_home,
+)
+
+
+def test_environment_variable_names_are_the_documented_ones() -> None:
+    assert (HOME_ENV, BINDING_ENV) == ("ENGRAM_HOME", "ENGRAM_BINDING")
+
+
+def test_resolve_home_uses_flag_when_flag_and_environment_are_given(tmp_path: Path) -> None:
+    paths = resolve_home(tmp_path / "flag", {HOME_ENV: str(tmp_path / "env")})
+    assert paths == HostPaths(home=tmp_path / "flag")
+
+
+def test_resolve_home_uses_environment_when_no_flag_is_given(tmp_path: Path) -> None:
+    assert resolve_home(None, {HOME_ENV: str(tmp_path / "env")}).home == tmp_path / "env"
+
+
+def test_resolve_home_uses_default_when_neither_is_given() -> None:
+    expected = Path.home() / ".local" / "share" / "engram-memory"
+    assert resolve_home(None, {}).home == expected
+    assert DEFAULT_HOME.expanduser() == expected
+
+
+def test_resolve_home_uses_default_when_environment_value_is_empty() -> None:
+    assert resolve_home(None, {HOME_ENV: ""}).home == Path.home() / ".local" / "share" / "engram-memory"
+
+
+def test_resolve_home_ignores_unrelated_variables(tmp_path: Path) -> None:
+    environ = {"HOME_DIR": str(tmp_path), "ENGRAM_HOMES": str(tmp_path), "ENGRAM_BINDING": "x"}
+    assert resolve_home(None, environ).home == Path.home() / ".local" / "share" / "engram-memory"
+
+
+def test_resolve_home_expands_tilde_in_flag_and_environment() -> None:
+    assert resolve_home(Path("~/h"), {}).home == Path.home() / "h"
+    assert resolve_home(None, {HOME_ENV: "~/e"}).home == Path.home() / "e"
+
+
+def test_resolve_home_makes_a_relative_flag_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    paths = resolve_home(Path("relative/home"), {})
+    assert paths.home.is_absolute()
+    assert paths.home == tmp_path / "relative" / "home"
+
+
+def test_resolve_home_reads_process_environment_when_none_is_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(HOME_ENV, str(tmp_path / "from-process"))
+    assert resolve_home(None).home == tmp_path / "from-process"
+    assert resolve_home(tmp_path / "flag").home == tmp_path / "flag"
+
+
+def test_host_paths_place_every_file_under_the_home(tmp_path: Path) -> None:
+    paths = HostPaths(home=tmp_path)
+    assert paths.config == tmp_path / "config.toml"
+    assert paths.policy == tmp_path / "policy.toml"
+    assert paths.store_dir == tmp_path / "store"
+    assert paths.sqlite_file == tmp_path / "store" / "engram.db"
+    assert paths.keys_dir == tmp_path / "keys"
+    assert paths.kek_file == tmp_path / "keys" / "kek.json"
+    assert paths.secret_file == tmp_path / "keys" / "secret.key"
+    assert paths.signing_key_file == tmp_path / "keys" / "host-signing.pem"
+
+
+def test_binding_from_environment_uses_flag_when_flag_and_environment_are_given() -> None:
+    assert binding_from_environment("flag-token", {BINDING_ENV: "env-token"}) == "flag-token"
+
+
+def test_binding_from_environment_uses_environment_when_no_flag_is_given() -> None:
+    assert binding_from_environment(None, {BINDING_ENV: "env-token"}) == "env-token"
+
+
+def test_binding_from_environment_uses_environment_when_flag_is_empty() -> None:
+    assert binding_from_environment("", {BINDING_ENV: "env-token"}) == "env-token"
+
+
+@pytest.mark.parametrize("environ", [{}, {BINDING_ENV: ""}], ids=["unset", "empty"])
+def test_binding_from_environment_is_none_when_neither_is_given(environ: dict[str, str]) -> None:
+    assert binding_from_environment(None, environ) is None
+
+
+def test_binding_from_environment_reads_process_environment_when_none_is_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(BINDING_ENV, "process-token")
+    assert binding_from_environment(None) == "process-token"
+    monkeypatch.delenv(BINDING_ENV)
+    assert binding_from_environment(None) is None
