@@ -20,13 +20,21 @@ from engram_memory.engine.admission import CandidateFacts, Decision, Verdict, de
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.gate import GateRequest, check_gate, consume
-from engram_memory.engine.idempotency import operation_digest, replayed_response
+from engram_memory.engine.idempotency import replayed_response
+from engram_memory.engine.mutation import append_event, head_of, remember_response, run_mutation
 from engram_memory.engine.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
-from engram_memory.engine.ports import CandidateRow, IdempotencyRow, JournalEvent, RecordRow, StoreTx
+from engram_memory.engine.ports import CandidateRow, JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.projection import index_fields
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.sealing import body_aad, open_sealed, seal
 
+# verdict -> (journal event, candidate state, waiting for a human)
+_EFFECTS = {
+    Verdict.ACCEPT: (journal.CANDIDATE_ACCEPTED, CandidateState.ACCEPTED_CURRENT, False),
+    Verdict.DUPLICATE: (journal.CANDIDATE_DUPLICATE, CandidateState.ACCEPTED_CURRENT, False),
+    Verdict.REJECT: (journal.CANDIDATE_REJECTED, CandidateState.REJECTED, False),
+    Verdict.ADJUDICATE: (journal.CANDIDATE_ADJUDICATION, CandidateState.PENDING, True),
+}
 _STATUS = {
     Verdict.ACCEPT: "accepted",
     Verdict.REJECT: "rejected",
@@ -40,12 +48,12 @@ def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> d
     POLICY_UNAVAILABLE, POLICY_STALE, gate_failed (when required), BLOB_MISSING, STORE_UNAVAILABLE,
     MUTATION_OUTCOME_UNKNOWN."""
     policy = deps.policies.current()
-    op_digest = operation_digest(Tool.REQUEST_ADMISSION, arguments)
-    with deps.store.write() as tx:
-        result = _admit(deps, tx, call, arguments, policy, op_digest)
-    if result is None:
-        raise ContractError(ErrorCode.GATE_FAILED)
-    return result
+    return run_mutation(
+        deps,
+        Tool.REQUEST_ADMISSION,
+        arguments,
+        lambda tx, op_digest: _admit(deps, tx, call, arguments, policy, op_digest),
+    )
 
 
 def _admit(
@@ -91,25 +99,13 @@ def _admit(
     if gate_pass is not None:
         consume(tx, gate_pass, deps.clock.now_ms())
 
-    head = tx.head(scope) or journal.initial_head(scope)
     outcome: dict[str, Any] = {"status": _STATUS[decision.verdict], "candidate_id": candidate_id}
     if record_id is not None:
         outcome["record_id"] = record_id
-    outcome["cursor"] = events[-1].cursor if events else head.cursor
+    outcome["cursor"] = events[-1].cursor if events else head_of(tx, call).cursor
     outcome["decision_receipt_digest"] = decision_digest
     outcome["transaction_receipt_digest"] = transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, key, events)
-    tx.put_idempotency(
-        IdempotencyRow(
-            scope=scope,
-            principal=call.binding.principal,
-            key=key,
-            tool=Tool.REQUEST_ADMISSION.value,
-            operation_digest=op_digest,
-            target=candidate_id,
-            response={"outcome": outcome},
-            created_at_ms=call.now_ms,
-        )
-    )
+    remember_response(tx, call, Tool.REQUEST_ADMISSION, arguments, op_digest, candidate_id, {"outcome": outcome})
     return {"outcome": outcome, "replayed": False}
 
 
@@ -128,48 +124,16 @@ def _apply(
         "policy_version": decision.policy_version,
         "reasons": list(decision.reasons),
     }
-    record_id: str | None = None
-    if decision.verdict is Verdict.ACCEPT:
-        kind = journal.CANDIDATE_ACCEPTED
-        record_id = new_record_id()
+    kind, state, adjudication = _EFFECTS[decision.verdict]
+    record_id = new_record_id() if decision.verdict is Verdict.ACCEPT else decision.duplicate_of
+    if record_id is not None:
         data["record_id"] = record_id
-    elif decision.verdict is Verdict.DUPLICATE:
-        kind = journal.CANDIDATE_DUPLICATE
-        record_id = decision.duplicate_of
-        data["record_id"] = record_id
-    elif decision.verdict is Verdict.REJECT:
-        kind = journal.CANDIDATE_REJECTED
-    else:
-        kind = journal.CANDIDATE_ADJUDICATION
-    head = tx.head(scope) or journal.initial_head(scope)
-    event = journal.next_event(scope, head, kind=kind, at_ms=call.now_ms, actor=call.actor_claims(), data=data)
-    tx.append_event(event)
-
+    event = append_event(tx, call, kind, data)
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
         _create_record(deps, tx, call, candidate, record_id, event.cursor)
-        tx.update_candidate(
-            scope,
-            candidate_id,
-            state=CandidateState.ACCEPTED_CURRENT.value,
-            adjudication=False,
-            record_id=record_id,
-        )
-    elif decision.verdict is Verdict.DUPLICATE:
+    elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
         tx.destroy_body(scope, candidate_id)
-        tx.update_candidate(
-            scope,
-            candidate_id,
-            state=CandidateState.ACCEPTED_CURRENT.value,
-            adjudication=False,
-            record_id=record_id,
-        )
-    elif decision.verdict is Verdict.REJECT:
-        tx.destroy_body(scope, candidate_id)
-        tx.update_candidate(
-            scope, candidate_id, state=CandidateState.REJECTED.value, adjudication=False, record_id=None
-        )
-    else:
-        tx.update_candidate(scope, candidate_id, state=CandidateState.PENDING.value, adjudication=True, record_id=None)
+    tx.update_candidate(scope, candidate_id, state=state.value, adjudication=adjudication, record_id=record_id)
     return [event], record_id
 
 

@@ -19,9 +19,10 @@ from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.gate import GateRequest, check_gate, consume
-from engram_memory.engine.idempotency import operation_digest, replayed_response
+from engram_memory.engine.idempotency import replayed_response
+from engram_memory.engine.mutation import append_event, remember_response, run_mutation
 from engram_memory.engine.policy import AdmissionPolicy
-from engram_memory.engine.ports import CandidateRow, IdempotencyRow, Scope, StoreTx
+from engram_memory.engine.ports import CandidateRow, Scope, StoreTx
 from engram_memory.engine.receipts import transaction_receipt_digest
 from engram_memory.engine.sealing import body_aad, seal
 from engram_memory.engine.secrets import scan_value, secret_categories
@@ -76,12 +77,9 @@ def capture(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, A
     """Raises ContractError INVALID_SCHEMA, UNAUTHORIZED, DIGEST_CONFLICT, POLICY_UNAVAILABLE,
     gate_failed (when the binding requires confirmation), STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
     policy = deps.policies.current()
-    op_digest = operation_digest(Tool.CAPTURE, arguments)
-    with deps.store.write() as tx:
-        result = _capture(deps, tx, call, arguments, policy, op_digest)
-    if result is None:
-        raise ContractError(ErrorCode.GATE_FAILED)
-    return result
+    return run_mutation(
+        deps, Tool.CAPTURE, arguments, lambda tx, op_digest: _capture(deps, tx, call, arguments, policy, op_digest)
+    )
 
 
 def _capture(
@@ -118,20 +116,16 @@ def _capture(
 
     findings = scan_value({"payload": payload, "evidence": evidence}, categories=policy.secret_categories)
     candidate_id = new_candidate_id()
-    head = tx.head(scope) or journal.initial_head(scope)
-    event = journal.next_event(
-        scope,
-        head,
-        kind=journal.CANDIDATE_CAPTURED,
-        at_ms=call.now_ms,
-        actor=call.actor_claims(),
-        data={
+    event = append_event(
+        tx,
+        call,
+        journal.CANDIDATE_CAPTURED,
+        {
             "candidate_id": candidate_id,
             "payload_digest": payload_digest,
             "evidence_digest": digest(EVIDENCE_DOMAIN, evidence),
         },
     )
-    tx.append_event(event)
     tx.insert_candidate(
         CandidateRow(
             scope=scope,
@@ -158,16 +152,5 @@ def _capture(
     }
     if gate_pass is not None:
         consume(tx, gate_pass, deps.clock.now_ms())
-    tx.put_idempotency(
-        IdempotencyRow(
-            scope=scope,
-            principal=call.binding.principal,
-            key=key,
-            tool=Tool.CAPTURE.value,
-            operation_digest=op_digest,
-            target=CAPTURE_TARGET,
-            response=response,
-            created_at_ms=call.now_ms,
-        )
-    )
+    remember_response(tx, call, Tool.CAPTURE, arguments, op_digest, CAPTURE_TARGET, response)
     return response

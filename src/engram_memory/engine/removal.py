@@ -24,35 +24,34 @@ from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.gate import GatePass, GateRequest, check_gate, consume
-from engram_memory.engine.idempotency import operation_digest, replayed_response
-from engram_memory.engine.ports import IdempotencyRow, JournalEvent, StoreTx
+from engram_memory.engine.idempotency import replayed_response
+from engram_memory.engine.mutation import append_event, remember_response, run_mutation
+from engram_memory.engine.ports import JournalEvent, StoreTx
 from engram_memory.engine.receipts import authorization_receipt_digest, transaction_receipt_digest
 
 
 def withdraw(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, ILLEGAL_TRANSITION, DIGEST_CONFLICT, gate_failed,
     STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
-    op_digest = operation_digest(Tool.WITHDRAW, arguments)
-    with deps.store.write() as tx:
-        result = _withdraw(deps, tx, call, arguments, op_digest)
-    if result is None:
-        raise ContractError(ErrorCode.GATE_FAILED)
-    # Also on a replay: the first execution's reply (and its checkpoint) may have been lost.
-    deps.store.erase_physically()
-    return result
+    return run_mutation(
+        deps,
+        Tool.WITHDRAW,
+        arguments,
+        lambda tx, op_digest: _withdraw(deps, tx, call, arguments, op_digest),
+        erase_after=True,
+    )
 
 
 def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, DIGEST_CONFLICT, gate_failed,
     STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
-    op_digest = operation_digest(Tool.FORGET, arguments)
-    with deps.store.write() as tx:
-        result = _forget(deps, tx, call, arguments, op_digest)
-    if result is None:
-        raise ContractError(ErrorCode.GATE_FAILED)
-    # Also on a replay: the first execution's reply (and its checkpoint) may have been lost.
-    deps.store.erase_physically()
-    return result
+    return run_mutation(
+        deps,
+        Tool.FORGET,
+        arguments,
+        lambda tx, op_digest: _forget(deps, tx, call, arguments, op_digest),
+        erase_after=True,
+    )
 
 
 def _replay(tx: StoreTx, call: Call, tool: Tool, key: str, op_digest: str) -> dict[str, Any] | None:
@@ -94,23 +93,6 @@ def _receipt(
     }
 
 
-def _remember(
-    tx: StoreTx, call: Call, tool: Tool, key: str, op_digest: str, target: str, response: dict[str, Any]
-) -> None:
-    tx.put_idempotency(
-        IdempotencyRow(
-            scope=call.scope,
-            principal=call.binding.principal,
-            key=key,
-            tool=tool.value,
-            operation_digest=op_digest,
-            target=target,
-            response={name: value for name, value in response.items() if name != "replayed"},
-            created_at_ms=call.now_ms,
-        )
-    )
-
-
 def _withdraw(
     deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], op_digest: str
 ) -> dict[str, Any] | None:
@@ -136,14 +118,11 @@ def _withdraw(
     if gate is None:
         return None
     tx.destroy_body(call.scope, candidate_id)
-    head = tx.head(call.scope) or journal.initial_head(call.scope)
-    event = journal.next_event(
-        call.scope,
-        head,
-        kind=journal.CANDIDATE_WITHDRAWN,
-        at_ms=call.now_ms,
-        actor=call.actor_claims(),
-        data={
+    event = append_event(
+        tx,
+        call,
+        journal.CANDIDATE_WITHDRAWN,
+        {
             "candidate_id": candidate_id,
             "from_state": candidate.state,
             "to_state": to_state.value,
@@ -151,7 +130,6 @@ def _withdraw(
             "confirmation_id": gate.confirmation.confirmation_id,
         },
     )
-    tx.append_event(event)
     tx.update_candidate(call.scope, candidate_id, state=to_state.value, adjudication=False, record_id=None)
     consume(tx, gate, deps.clock.now_ms())
     response = {
@@ -159,7 +137,7 @@ def _withdraw(
         "replayed": False,
         "key_destruction": "complete",
     }
-    _remember(tx, call, Tool.WITHDRAW, key, op_digest, candidate_id, response)
+    remember_response(tx, call, Tool.WITHDRAW, arguments, op_digest, candidate_id, response)
     return response
 
 
@@ -186,14 +164,11 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
         tx.purge_index()
     body_destroyed = tx.destroy_body(call.scope, record_id)
     tx.add_tombstone(call.scope, record.payload_digest, call.now_ms)
-    head = tx.head(call.scope) or journal.initial_head(call.scope)
-    event = journal.next_event(
-        call.scope,
-        head,
-        kind=journal.RECORD_TRANSITIONED,
-        at_ms=call.now_ms,
-        actor=call.actor_claims(),
-        data={
+    event = append_event(
+        tx,
+        call,
+        journal.RECORD_TRANSITIONED,
+        {
             "record_id": record_id,
             "operation": Operation.TOMBSTONE.value,
             "from_state": record.state,
@@ -202,7 +177,6 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
             "confirmation_id": gate.confirmation.confirmation_id,
         },
     )
-    tx.append_event(event)
     tx.set_record_state(call.scope, record_id, to_state.value, event.cursor)
     consume(tx, gate, deps.clock.now_ms())
     coverage = {
@@ -222,5 +196,5 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
         "projection_invalidation": "complete",
         "coverage_receipt_digest": digest(COVERAGE_DOMAIN, coverage),
     }
-    _remember(tx, call, Tool.FORGET, key, op_digest, record_id, response)
+    remember_response(tx, call, Tool.FORGET, arguments, op_digest, record_id, response)
     return response

@@ -89,21 +89,27 @@ class SQLiteStore:
         self._db.execute("COMMIT")
 
     @contextmanager
+    def _transaction(self, begin: str) -> Iterator[SQLiteTx]:
+        """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE."""
+        try:
+            self._db.execute(begin)
+        except sqlite3.Error as exc:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        try:
+            yield SQLiteTx(self._db)
+        except sqlite3.Error as exc:
+            self._rollback()
+            logger.error("transaction failed before commit: %s", type(exc).__name__)
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        except BaseException:
+            self._rollback()
+            raise
+
+    @contextmanager
     def write(self) -> Iterator[SQLiteTx]:
         with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
-            try:
-                yield SQLiteTx(self._db)
-            except sqlite3.Error as exc:
-                self._rollback()
-                logger.error("write transaction failed before commit: %s", type(exc).__name__)
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
-            except BaseException:
-                self._rollback()
-                raise
+            with self._transaction("BEGIN IMMEDIATE") as tx:
+                yield tx
             try:
                 self._commit()
             except sqlite3.Error as exc:
@@ -116,18 +122,8 @@ class SQLiteStore:
     @contextmanager
     def read(self) -> Iterator[SQLiteTx]:
         with self._lock:
-            try:
-                self._db.execute("BEGIN")
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
-            try:
-                yield SQLiteTx(self._db)
-            except sqlite3.Error as exc:
-                self._rollback()
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
-            except BaseException:
-                self._rollback()
-                raise
+            with self._transaction("BEGIN") as tx:
+                yield tx
             self._rollback()
 
     def _rollback(self) -> None:

@@ -1,0 +1,72 @@
+"""The frame every mutating call runs in: one operation digest, one write transaction, one recorded answer.
+
+A body returns None when the confirmation gate held the call back; the request it left for the host
+must commit, so the gate's refusal is raised only after the transaction ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.tools import Tool
+from engram_memory.engine import journal
+from engram_memory.engine.calls import Call
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.idempotency import operation_digest
+from engram_memory.engine.ports import IdempotencyRow, JournalEvent, ScopeHead, StoreTx
+
+Body = Callable[[StoreTx, str], dict[str, Any] | None]
+
+
+def run_mutation(
+    deps: Deps, tool: Tool, arguments: Mapping[str, Any], body: Body, *, erase_after: bool = False
+) -> dict[str, Any]:
+    """Raises ContractError gate_failed when `body` returned None, besides whatever `body` raises."""
+    op_digest = operation_digest(tool, arguments)
+    with deps.store.write() as tx:
+        result = body(tx, op_digest)
+    if result is None:
+        raise ContractError(ErrorCode.GATE_FAILED)
+    if erase_after:
+        # Also on a replay: the first execution's reply (and its checkpoint) may have been lost.
+        deps.store.erase_physically()
+    return result
+
+
+def remember_response(
+    tx: StoreTx,
+    call: Call,
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    op_digest: str,
+    target: str,
+    response: Mapping[str, Any],
+) -> None:
+    """Keeps the answer for replays at any later time; `replayed` is added when it is replayed."""
+    tx.put_idempotency(
+        IdempotencyRow(
+            scope=call.scope,
+            principal=call.binding.principal,
+            key=arguments["idempotency_key"],
+            tool=tool.value,
+            operation_digest=op_digest,
+            target=target,
+            response={name: value for name, value in response.items() if name != "replayed"},
+            created_at_ms=call.now_ms,
+        )
+    )
+
+
+def head_of(tx: StoreTx, call: Call) -> ScopeHead:
+    return tx.head(call.scope) or journal.initial_head(call.scope)
+
+
+def append_event(tx: StoreTx, call: Call, kind: str, data: Mapping[str, Any]) -> JournalEvent:
+    """Extends the caller's scope journal by one event, by the caller, at the call's time."""
+    event = journal.next_event(
+        call.scope, head_of(tx, call), kind=kind, at_ms=call.now_ms, actor=call.actor_claims(), data=data
+    )
+    tx.append_event(event)
+    return event
