@@ -10,9 +10,9 @@ import pytest
 
 from engram_memory.engine.engine import Engine
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.store import SQLiteStore
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
+from tests.support.faults import CommitReplyLost
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args, unique_key
@@ -93,18 +93,6 @@ def test_admission_with_a_missing_candidate_body_is_blob_missing(agent: InProces
     args = {"candidate_id": candidate, "idempotency_key": unique_key("admit")}
     assert agent.error_code("engram_memory_request_admission", args) == "BLOB_MISSING"
     assert _snapshot(paths) == before
-
-
-class CommitReplyLost(SQLiteStore):
-    """Simulated fault: the commit happens, then the driver reports an error."""
-
-    armed = False
-
-    def _commit(self) -> None:
-        super()._commit()
-        if self.armed:
-            self.armed = False
-            raise sqlite3.OperationalError("disk I/O error")
 
 
 Setup = Callable[[InProcessAgent], tuple[str, dict[str, Any]]]

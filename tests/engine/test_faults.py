@@ -16,21 +16,10 @@ from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.store import SQLiteStore
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
+from tests.support.faults import CommitReplyLost
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args, unique_key
-
-
-class CommitReplyLost(SQLiteStore):
-    """Simulated fault: the commit happens, then the driver reports an error (a reply lost in flight)."""
-
-    armed = False
-
-    def _commit(self) -> None:
-        super()._commit()
-        if self.armed:
-            self.armed = False
-            raise sqlite3.OperationalError("disk I/O error")
 
 
 def test_mutation_outcome_unknown_when_commit_reply_is_lost_simulated(paths: HostPaths) -> None:

@@ -32,7 +32,8 @@ _OTHER_PRIVATE_KEY_RE = re.compile(r"PuTTY-User-Key-File-[0-9]{1,2}: ?[a-z0-9-]{
 def _find_private_keys(text: str, folded: str) -> Iterator[Span]:
     """The header alone is enough; when the footer follows, the whole block is the span.
 
-    A complete block whose body holds no base64 at all (XXXX, "key omitted") is documentation.
+    A complete block whose body holds no base64 at all (a run of one masking letter, "key omitted") is
+    documentation.
     A body is read only up to the next header, so every character is examined once.
     """
     begins = list(_PEM_BEGIN_RE.finditer(text))

@@ -231,7 +231,7 @@ def _credential_like(token: str) -> bool:
 
 
 def _masked(body: str) -> bool:
-    """Key-shaped documentation such as ghp_xxxx... or AKIAXXXXXXXXXXXXXXXX is not a key."""
+    """Key-shaped documentation (a known prefix followed by one repeated masking letter) is not a key."""
     return len({char for char in body if char.isalnum()}) <= 4
 
 
