@@ -155,7 +155,12 @@ def test_issued_token_is_an_eddsa_jwt_naming_the_host_key(key: Ed25519PrivateKey
         "jti": claims["jti"],
         "iat": NOW_S,
         "exp": NOW_S + 3600,
-        CLAIMS_KEY: {**VALUES, "grants": ["engram_memory_get", "engram_memory_search"], "confirm_mutations": False},
+        CLAIMS_KEY: {
+            **VALUES,
+            "grants": ["engram_memory_get", "engram_memory_search"],
+            "confirm_mutations": False,
+            "trust_class": "asserted",
+        },
     }
 
 

@@ -125,12 +125,12 @@ def test_init_creates_config_policy_keys_and_store_when_home_is_new(tmp_path: Pa
     assert _ok(done).splitlines() == [
         f"home: {home}",
         "store: sqlite",
-        *(f"created {path}" for path in [*_home_files(paths), paths.sqlite_file]),
+        *(f"created {path}" for path in [*_home_files(paths), paths.sqlite_file, paths.vault_file]),
     ]
     assert done.stderr == ""
     assert tomllib.loads(paths.config.read_text(encoding="utf-8")) == {"store": "sqlite"}
     assert paths.policy.read_text(encoding="utf-8") == DEFAULT_POLICY_TOML
-    for key_file in (paths.kek_file, paths.secret_file, paths.signing_key_file):
+    for key_file in (paths.kek_file, paths.secret_file, paths.signing_key_file, paths.vault_file, paths.sqlite_file):
         assert _mode(key_file) == 0o600, key_file
     assert _mode(paths.keys_dir) == 0o700
     assert _mode(home) == 0o700
@@ -147,7 +147,12 @@ def test_init_changes_nothing_when_run_twice(tmp_path: Path) -> None:
         f"home: {home}\nstore: sqlite\nnothing to do: the home is complete (keys are never overwritten)\n"
     )
     assert {path: path.read_bytes() for path in _home_files(paths)} == before
-    assert sorted(p.name for p in paths.keys_dir.iterdir()) == ["host-signing.pem", "kek.json", "secret.key"]
+    assert sorted(p.name for p in paths.keys_dir.iterdir()) == [
+        "host-signing.pem",
+        "kek.json",
+        "secret.key",
+        "vault.db",
+    ]
 
 
 def test_init_keeps_keys_when_run_again_with_explicit_sqlite_store(tmp_path: Path) -> None:
@@ -165,7 +170,7 @@ def test_init_json_lists_created_files_then_nothing(tmp_path: Path) -> None:
     assert first == {
         "home": str(home),
         "store": "sqlite",
-        "created": [str(p) for p in [*_home_files(paths), paths.sqlite_file]],
+        "created": [str(p) for p in [*_home_files(paths), paths.sqlite_file, paths.vault_file]],
     }
     second = json.loads(_ok(cli("init", "--home", home, "--json")))
     assert second == {"home": str(home), "store": "sqlite", "created": []}
@@ -450,6 +455,7 @@ def test_bind_json_carries_every_field_of_the_binding(tmp_path: Path) -> None:
         "purpose_ref",
         "grants",
         "confirm_mutations",
+        "trust_class",
         "expires_at",
     }
     assert JWT.fullmatch(data["token"])
@@ -458,6 +464,7 @@ def test_bind_json_carries_every_field_of_the_binding(tmp_path: Path) -> None:
     assert (data["agent_id"], data["session"], data["purpose_ref"]) == ("claude-code", "s-1", PURPOSE)
     assert data["grants"] == ["engram_memory_search"]
     assert data["confirm_mutations"] is True
+    assert data["trust_class"] == "asserted"
     expires_ms = parse_instant(data["expires_at"])
     assert expires_ms is not None
     assert (before_s + 8 * 3600) * 1000 <= expires_ms <= (after_s + 8 * 3600) * 1000

@@ -68,6 +68,7 @@ def test_init_home_creates_every_file_when_folder_is_new(tmp_path: Path) -> None
             paths.secret_file,
             paths.signing_key_file,
             paths.sqlite_file,
+            paths.vault_file,
         ],
         store="sqlite",
     )

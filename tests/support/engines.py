@@ -13,6 +13,7 @@ from engram_memory.host.keyfiles import load_keyring, load_mac_keys
 from engram_memory.host.policy_file import FilePolicySource
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.store import SQLiteStore
+from engram_memory.stores.sqlite.vault import SQLiteKeyVault
 
 
 @contextmanager
@@ -25,11 +26,13 @@ def steered_engine(
 ) -> Iterator[Engine]:
     macs = load_mac_keys(paths)
     own_store = store or SQLiteStore(paths.sqlite_file)
+    vault = SQLiteKeyVault(paths.vault_file)
     try:
         yield Engine(
             Deps(
                 store=own_store,
                 keyring=load_keyring(paths),
+                vault=vault,
                 policies=policies or FilePolicySource(paths.policy),
                 clock=clock,
                 cursor_key=macs.cursor,
@@ -37,4 +40,5 @@ def steered_engine(
             )
         )
     finally:
+        vault.close()
         own_store.close()

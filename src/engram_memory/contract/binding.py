@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+TRUST_CLASSES = ("asserted", "earned", "signed")
+
 
 @dataclass(frozen=True, slots=True)
 class Binding:
@@ -23,6 +25,7 @@ class Binding:
     confirm_mutations: bool
     issued_at_ms: int
     expires_at_ms: int
+    trust_class: str = "asserted"
 
     def grants_tool(self, tool: str) -> bool:
         return tool in self.grants

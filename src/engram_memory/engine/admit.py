@@ -26,7 +26,7 @@ from engram_memory.engine.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
 from engram_memory.engine.ports import CandidateRow, JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.projection import index_fields
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
-from engram_memory.engine.sealing import body_aad, open_sealed, seal
+from engram_memory.engine.sealing import open_sealed, seal
 
 # verdict -> (journal event, candidate state, waiting for a human)
 _EFFECTS = {
@@ -35,6 +35,7 @@ _EFFECTS = {
     Verdict.REJECT: (journal.CANDIDATE_REJECTED, CandidateState.REJECTED, False),
     Verdict.ADJUDICATE: (journal.CANDIDATE_ADJUDICATION, CandidateState.PENDING, True),
 }
+_CANDIDATE_BODY_ENDED = frozenset({"accepted", "rejected", "duplicate_exact"})
 _STATUS = {
     Verdict.ACCEPT: "accepted",
     Verdict.REJECT: "rejected",
@@ -48,11 +49,19 @@ def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> d
     POLICY_UNAVAILABLE, POLICY_STALE, gate_failed (when required), BLOB_MISSING, STORE_UNAVAILABLE,
     MUTATION_OUTCOME_UNKNOWN."""
     policy = deps.policies.current()
+
+    def destroy_candidate_key(result: dict[str, Any]) -> dict[str, Any]:
+        # Once decided (other than by a human later), the candidate's own key has no body left to open.
+        if result["outcome"]["status"] in _CANDIDATE_BODY_ENDED:
+            deps.vault.destroy([arguments["candidate_id"]], deps.clock.now_ms())
+        return result
+
     return run_mutation(
         deps,
         Tool.REQUEST_ADMISSION,
         arguments,
         lambda tx, op_digest: _admit(deps, tx, call, arguments, policy, op_digest),
+        after_commit=destroy_candidate_key,
     )
 
 
@@ -130,19 +139,30 @@ def _apply(
         data["record_id"] = record_id
     event = append_event(tx, call, kind, data)
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
-        _create_record(deps, tx, call, candidate, record_id, event.cursor)
+        create_record(deps, tx, candidate, record_id, event.cursor, call.now_ms)
     elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
         tx.destroy_body(scope, candidate_id)
-    tx.update_candidate(scope, candidate_id, state=state.value, adjudication=adjudication, record_id=record_id)
+    tx.update_candidate(
+        scope,
+        candidate_id,
+        state=state.value,
+        adjudication=adjudication,
+        record_id=record_id,
+        review_reasons=decision.reasons if adjudication else (),
+    )
     return [event], record_id
 
 
-def _create_record(deps: Deps, tx: StoreTx, call: Call, candidate: CandidateRow, record_id: str, cursor: int) -> None:
-    scope = call.scope
+def create_record(deps: Deps, tx: StoreTx, candidate: CandidateRow, record_id: str, cursor: int, at_ms: int) -> None:
+    """The accepted candidate becomes a record: re-sealed under its own key, indexed, candidate body gone.
+
+    Shared by the admission policy and the host's review queue. Raises ContractError BLOB_MISSING.
+    """
+    scope = candidate.scope
     sealed = tx.get_body(scope, candidate.candidate_id)
     if sealed is None:
         raise ContractError(ErrorCode.BLOB_MISSING)
-    plaintext = open_sealed(deps.keyring, sealed, body_aad(scope, candidate.candidate_id, "candidate"))
+    plaintext = open_sealed(deps.keyring, deps.vault, scope, candidate.candidate_id, "candidate", sealed)
     payload = json.loads(plaintext)["payload"]
     expires_at = payload["retention"].get("expires_at")
     tx.insert_record(
@@ -155,12 +175,13 @@ def _create_record(deps: Deps, tx: StoreTx, call: Call, candidate: CandidateRow,
             valid_from_ms=payload["valid_time"]["t"],
             valid_to_ms=payload["valid_time"].get("t_end"),
             expires_at_ms=None if expires_at is None else parse_instant(expires_at),
-            admitted_at_ms=call.now_ms,
+            admitted_at_ms=at_ms,
             state_cursor=cursor,
             actor=candidate.actor,
             captured_at_ms=candidate.captured_at_ms,
+            trust_class=candidate.trust_class,
         )
     )
-    tx.put_body(scope, record_id, seal(deps.keyring, plaintext, body_aad(scope, record_id, "record")))
+    tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
     tx.destroy_body(scope, candidate.candidate_id)
     tx.index_record(scope, record_id, index_fields(payload))

@@ -24,7 +24,7 @@ from engram_memory.engine.mutation import append_event, remember_response, run_m
 from engram_memory.engine.policy import AdmissionPolicy
 from engram_memory.engine.ports import CandidateRow, Scope, StoreTx
 from engram_memory.engine.receipts import transaction_receipt_digest
-from engram_memory.engine.sealing import body_aad, seal
+from engram_memory.engine.sealing import seal
 from engram_memory.engine.secrets import scan_value, secret_categories
 
 DAY_MS = 86_400_000
@@ -140,9 +140,12 @@ def _capture(
             citation_count=len(payload["citations"]),
             has_attestation="attestation" in evidence,
             secret_categories=tuple(secret_categories(findings)),
+            trust_class=call.binding.trust_class,
         )
     )
-    tx.put_body(scope, candidate_id, seal(deps.keyring, body, body_aad(scope, candidate_id, "candidate")))
+    tx.put_body(
+        scope, candidate_id, seal(deps.keyring, deps.vault, scope, candidate_id, "candidate", body, call.now_ms)
+    )
     response = {
         "status": "committed_pending",
         "candidate_id": candidate_id,

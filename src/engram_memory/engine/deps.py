@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engram_memory.engine.policy import PolicySource
-from engram_memory.engine.ports import Clock, KeyRing, Store
+from engram_memory.engine.ports import Clock, KeyRing, KeyVault, Store
 
 
 @dataclass(frozen=True, slots=True)
 class Deps:
     store: Store
     keyring: KeyRing
+    vault: KeyVault
     policies: PolicySource
     clock: Clock
     cursor_key: bytes

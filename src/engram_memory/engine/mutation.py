@@ -15,22 +15,34 @@ from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import operation_digest
-from engram_memory.engine.ports import IdempotencyRow, JournalEvent, ScopeHead, StoreTx
+from engram_memory.engine.ports import IdempotencyRow, JournalEvent, Scope, ScopeHead, StoreTx
 
 Body = Callable[[StoreTx, str], dict[str, Any] | None]
+AfterCommit = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def run_mutation(
-    deps: Deps, tool: Tool, arguments: Mapping[str, Any], body: Body, *, erase_after: bool = False
+    deps: Deps,
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    body: Body,
+    *,
+    after_commit: AfterCommit | None = None,
+    erase_after: bool = False,
 ) -> dict[str, Any]:
-    """Raises ContractError gate_failed when `body` returned None, besides whatever `body` raises."""
+    """Raises ContractError gate_failed when `body` returned None, besides whatever `body` raises.
+
+    `after_commit` runs on fresh results and on replays alike: work that must follow the commit
+    (destroying data keys, erasing pages) may have been cut short the first time.
+    """
     op_digest = operation_digest(tool, arguments)
     with deps.store.write() as tx:
         result = body(tx, op_digest)
     if result is None:
         raise ContractError(ErrorCode.GATE_FAILED)
+    if after_commit is not None:
+        result = after_commit(result)
     if erase_after:
-        # Also on a replay: the first execution's reply (and its checkpoint) may have been lost.
         deps.store.erase_physically()
     return result
 
@@ -63,10 +75,21 @@ def head_of(tx: StoreTx, call: Call) -> ScopeHead:
     return tx.head(call.scope) or journal.initial_head(call.scope)
 
 
-def append_event(tx: StoreTx, call: Call, kind: str, data: Mapping[str, Any]) -> JournalEvent:
-    """Extends the caller's scope journal by one event, by the caller, at the call's time."""
-    event = journal.next_event(
-        call.scope, head_of(tx, call), kind=kind, at_ms=call.now_ms, actor=call.actor_claims(), data=data
-    )
+def append_event_as(
+    tx: StoreTx, scope: Scope, actor: Mapping[str, str], at_ms: int, kind: str, data: Mapping[str, Any]
+) -> JournalEvent:
+    """Extends a scope's journal by one event; the store's keys refuse a second event at its cursor."""
+    head = tx.head(scope) or journal.initial_head(scope)
+    event = journal.next_event(scope, head, kind=kind, at_ms=at_ms, actor=actor, data=data)
     tx.append_event(event)
     return event
+
+
+def append_event(tx: StoreTx, call: Call, kind: str, data: Mapping[str, Any]) -> JournalEvent:
+    """Extends the caller's scope journal by one event, by the caller, at the call's time."""
+    return append_event_as(tx, call.scope, call.actor_claims(), call.now_ms, kind, data)
+
+
+def host_actor(decided_by: str) -> dict[str, str]:
+    """How a host operation signs the journal: the person, through the host path, never an agent."""
+    return {"principal": decided_by, "agent_id": "host", "session": "host"}

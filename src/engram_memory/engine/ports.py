@@ -1,164 +1,60 @@
-"""The engine's ports: what it needs from a store, a key ring, a policy source and a clock.
+"""The engine's ports: what it needs from a store, a key vault, a key ring, a policy source and a clock.
 
 Stores implement `Store`; every engine rule lives above this line, so SQLite and PostgreSQL only
-persist and fetch. Rows are plain frozen dataclasses: no driver type crosses the port.
+persist and fetch. The transaction protocol is assembled from one protocol per concern (agent
+calls here; review, maintenance and operations in their own modules).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-from urllib.parse import quote
+from typing import Protocol
+
+from engram_memory.engine.ports_maintenance import MaintenanceTx
+from engram_memory.engine.ports_operations import OperationsTx
+from engram_memory.engine.ports_review import ReviewTx
+from engram_memory.engine.rows import (
+    Actor,
+    AuditRow,
+    CandidateRow,
+    ConfirmationRow,
+    IdempotencyRow,
+    IndexedDoc,
+    IndexStats,
+    JournalEvent,
+    RecordRow,
+    Scope,
+    ScopeHead,
+    SealedBody,
+    WrappedKey,
+)
+
+__all__ = [
+    "Actor",
+    "AuditRow",
+    "CandidateRow",
+    "Clock",
+    "ConfirmationRow",
+    "CoreTx",
+    "IdempotencyRow",
+    "IndexStats",
+    "IndexedDoc",
+    "JournalEvent",
+    "KeyRing",
+    "KeyVault",
+    "RecordRow",
+    "Scope",
+    "ScopeHead",
+    "SealedBody",
+    "Store",
+    "StoreTx",
+    "WrappedKey",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """Exactly one {tenant, workspace}: every read and write is confined to one."""
-
-    tenant: str
-    workspace: str
-
-    @property
-    def ref(self) -> str:
-        """The scope_ref the store adds to what it keeps and digests; quoting keeps it unambiguous."""
-        return "scope:" + quote(self.tenant, safe="") + "/" + quote(self.workspace, safe="")
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeHead:
-    cursor: int
-    digest: str
-    records_cursor: int
-
-
-@dataclass(frozen=True, slots=True)
-class JournalEvent:
-    scope: Scope
-    cursor: int
-    event_id: str
-    kind: str
-    at_ms: int
-    body: Mapping[str, Any]
-    prev_digest: str
-    event_digest: str
-    affects_records: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Actor:
-    principal: str
-    agent_id: str
-    session: str
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateRow:
-    scope: Scope
-    candidate_id: str
-    state: str
-    payload_digest: str
-    evidence_digest: str
-    actor: Actor
-    captured_at_ms: int
-    capture_cursor: int
-    size_bytes: int
-    citation_count: int
-    has_attestation: bool
-    secret_categories: tuple[str, ...]
-    adjudication: bool = False
-    record_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RecordRow:
-    scope: Scope
-    record_id: str
-    candidate_id: str
-    state: str
-    payload_digest: str
-    valid_from_ms: int
-    valid_to_ms: int | None
-    expires_at_ms: int | None
-    admitted_at_ms: int
-    state_cursor: int
-    actor: Actor
-    captured_at_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class SealedBody:
-    kek_id: str
-    wrapped_key: bytes
-    nonce: bytes
-    ciphertext: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class IdempotencyRow:
-    scope: Scope
-    principal: str
-    key: str
-    tool: str
-    operation_digest: str
-    target: str
-    response: Mapping[str, Any]
-    created_at_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class ConfirmationRow:
-    confirmation_id: str
-    scope: Scope
-    actor: Actor
-    tool: str
-    target: str
-    operation_digest: str
-    reason_ref: str | None
-    summary: Mapping[str, Any]
-    status: str
-    requested_at_ms: int
-    decided_at_ms: int | None = None
-    decided_by: str | None = None
-    approval_expires_at_ms: int | None = None
-    consumed_at_ms: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AuditRow:
-    audit_id: str
-    at_ms: int
-    tool: str
-    outcome: str
-    tenant: str | None = None
-    workspace: str | None = None
-    principal: str | None = None
-    agent_id: str | None = None
-    session: str | None = None
-    token_id: str | None = None
-    request_digest: str | None = None
-    response_digest: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class IndexedDoc:
-    """One accepted_current record as the lexical index holds it: space-joined tokens per field."""
-
-    record_id: str
-    fields: Mapping[str, str]
-    valid_from_ms: int
-    valid_to_ms: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStats:
-    doc_count: int
-    field_token_totals: Mapping[str, int] = field(default_factory=dict)
-
-
-class StoreTx(Protocol):
-    """One transaction. Writes are only legal inside `Store.write()`."""
+class CoreTx(Protocol):
+    """What the six agent tools need of one transaction."""
 
     # journal
     def head(self, scope: Scope) -> ScopeHead | None: ...
@@ -169,7 +65,14 @@ class StoreTx(Protocol):
     def insert_candidate(self, row: CandidateRow) -> None: ...
     def get_candidate(self, scope: Scope, candidate_id: str) -> CandidateRow | None: ...
     def update_candidate(
-        self, scope: Scope, candidate_id: str, *, state: str, adjudication: bool, record_id: str | None
+        self,
+        scope: Scope,
+        candidate_id: str,
+        *,
+        state: str,
+        adjudication: bool,
+        record_id: str | None,
+        review_reasons: Sequence[str] = (),
     ) -> None: ...
     def insert_record(self, row: RecordRow) -> None: ...
     def get_record(self, scope: Scope, record_id: str) -> RecordRow | None: ...
@@ -212,6 +115,10 @@ class StoreTx(Protocol):
     def append_audit(self, row: AuditRow) -> None: ...
 
 
+class StoreTx(CoreTx, ReviewTx, MaintenanceTx, OperationsTx, Protocol):
+    """One transaction. Writes are only legal inside `Store.write()`."""
+
+
 class Store(Protocol):
     def write(self) -> AbstractContextManager[StoreTx]:
         """A serialised write transaction; ContractError STORE_UNAVAILABLE before commit,
@@ -229,6 +136,25 @@ class Store(Protocol):
     @property
     def index_name(self) -> str: ...
 
+    def close(self) -> None: ...
+
+
+class KeyVault(Protocol):
+    """Where data keys live: outside the store and its backups, so destroying one is final.
+
+    Every method commits on its own: a key is put before the store commits the body it opens, and
+    destroyed after the store commits the change that ends the body, so a crash in between leaves
+    at worst a key without a body (swept later), never a body that lost its key.
+    """
+
+    def put(self, scope: Scope, owner_id: str, key: WrappedKey, at_ms: int) -> None: ...
+    def get(self, scope: Scope, owner_id: str) -> WrappedKey | None: ...
+    def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        """True when none of the keys exists any more and the erased bytes left every file."""
+        ...
+
+    def shredded(self, owner_ids: Sequence[str]) -> set[str]: ...
+    def owners_created_before(self, at_ms: int) -> list[str]: ...
     def close(self) -> None: ...
 
 

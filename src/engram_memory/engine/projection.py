@@ -16,8 +16,6 @@ from engram_memory.engine.ports import RecordRow
 from engram_memory.engine.ranking import FIELDS
 from engram_memory.engine.text import tokenize
 
-TRUST_CLASS_ASSERTED = "asserted"
-
 
 def index_fields(payload: Mapping[str, Any]) -> dict[str, str]:
     """Space-joined tokens per BM25F field: the primary component, then the others by kind."""
@@ -43,7 +41,7 @@ def record_view(row: RecordRow, payload: Mapping[str, Any]) -> dict[str, Any]:
         "citations": copy.deepcopy(payload["citations"]),
         "retention": copy.deepcopy(payload["retention"]),
         "reconciliation": copy.deepcopy(payload["reconciliation"]),
-        "trust_class": TRUST_CLASS_ASSERTED,
+        "trust_class": row.trust_class,
         "provenance": {
             "candidate_id": row.candidate_id,
             "principal": row.actor.principal,

@@ -34,7 +34,7 @@ from engram_memory.engine.ports import RecordRow, StoreTx
 from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest
 from engram_memory.engine.ranking import FIELDS, FORMULA_REF, CorpusStats, Document, Scored, rank
 from engram_memory.engine.receipts import authorization_receipt_digest
-from engram_memory.engine.sealing import body_aad, open_sealed
+from engram_memory.engine.sealing import open_sealed
 from engram_memory.engine.text import query_terms
 
 PROFILE = "lexical-bm25f"
@@ -58,7 +58,7 @@ def _payload(deps: Deps, tx: StoreTx, record: RecordRow) -> dict[str, Any]:
     sealed = tx.get_body(record.scope, record.record_id)
     if sealed is None:
         raise ContractError(ErrorCode.BLOB_MISSING)
-    plaintext = open_sealed(deps.keyring, sealed, body_aad(record.scope, record.record_id, "record"))
+    plaintext = open_sealed(deps.keyring, deps.vault, record.scope, record.record_id, "record", sealed)
     payload: dict[str, Any] = json.loads(plaintext)["payload"]
     return payload
 

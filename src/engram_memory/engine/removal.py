@@ -33,11 +33,17 @@ from engram_memory.engine.receipts import authorization_receipt_digest, transact
 def withdraw(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, ILLEGAL_TRANSITION, DIGEST_CONFLICT, gate_failed,
     STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
+
+    def destroy_key(result: dict[str, Any]) -> dict[str, Any]:
+        destroyed = deps.vault.destroy([arguments["candidate_id"]], deps.clock.now_ms())
+        return {**result, "key_destruction": "complete" if destroyed else "pending"}
+
     return run_mutation(
         deps,
         Tool.WITHDRAW,
         arguments,
         lambda tx, op_digest: _withdraw(deps, tx, call, arguments, op_digest),
+        after_commit=destroy_key,
         erase_after=True,
     )
 
@@ -45,11 +51,19 @@ def withdraw(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, 
 def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, DIGEST_CONFLICT, gate_failed,
     STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
+
+    def destroy_key(result: dict[str, Any]) -> dict[str, Any]:
+        destroyed = deps.vault.destroy([arguments["record_id"]], deps.clock.now_ms())
+        coverage = result.pop("coverage")
+        coverage["surfaces"]["data_key"] = "destroyed" if destroyed else "pending"
+        return {**result, "coverage_receipt_digest": digest(COVERAGE_DOMAIN, coverage)}
+
     return run_mutation(
         deps,
         Tool.FORGET,
         arguments,
         lambda tx, op_digest: _forget(deps, tx, call, arguments, op_digest),
+        after_commit=destroy_key,
         erase_after=True,
     )
 
@@ -135,7 +149,6 @@ def _withdraw(
     response = {
         "receipt": _receipt(call, Tool.WITHDRAW, key, event, "withdraw", candidate.state, to_state.value, gate),
         "replayed": False,
-        "key_destruction": "complete",
     }
     remember_response(tx, call, Tool.WITHDRAW, arguments, op_digest, candidate_id, response)
     return response
@@ -184,7 +197,6 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
         "cursor": event.cursor,
         "surfaces": {
             "body": "erased" if body_destroyed else "absent",
-            "data_key": "destroyed" if body_destroyed else "absent",
             "lexical_index": "purged" if unindexed else "absent",
             "vectors": "absent",
             "caches": "absent",
@@ -194,7 +206,7 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
         "receipt": _receipt(call, Tool.FORGET, key, event, "tombstone", record.state, to_state.value, gate),
         "replayed": False,
         "projection_invalidation": "complete",
-        "coverage_receipt_digest": digest(COVERAGE_DOMAIN, coverage),
+        "coverage": coverage,
     }
     remember_response(tx, call, Tool.FORGET, arguments, op_digest, record_id, response)
     return response

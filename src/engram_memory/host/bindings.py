@@ -14,7 +14,7 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from engram_memory.contract.binding import Binding
+from engram_memory.contract.binding import TRUST_CLASSES, Binding
 from engram_memory.contract.ids import new_token_id
 from engram_memory.contract.tools import Tool
 from engram_memory.host.keyfiles import key_id
@@ -71,6 +71,7 @@ def issue_binding(
     confirm_mutations: bool,
     lifetime_s: int,
     now_s: int,
+    trust_class: str = "asserted",
 ) -> IssuedBinding:
     """Raises BindingError for any value that could not be verified back into the same binding."""
     fields = {
@@ -86,6 +87,8 @@ def issue_binding(
     known = {tool.value for tool in Tool}
     if not grants <= known:
         raise BindingError("a grant names a tool that does not exist")
+    if trust_class not in TRUST_CLASSES:
+        raise BindingError("the trust class must be asserted, earned or signed")
     if not 0 < lifetime_s <= MAX_LIFETIME_S:
         raise BindingError("a binding lives between 1 second and 366 days")
     token_id = new_token_id()
@@ -96,7 +99,12 @@ def issue_binding(
         "jti": token_id,
         "iat": now_s,
         "exp": now_s + lifetime_s,
-        CLAIMS_KEY: {**fields, "grants": sorted(grants), "confirm_mutations": confirm_mutations},
+        CLAIMS_KEY: {
+            **fields,
+            "grants": sorted(grants),
+            "confirm_mutations": confirm_mutations,
+            "trust_class": trust_class,
+        },
     }
     token = jwt.encode(claims, signing_key, algorithm="EdDSA", headers={"kid": key_id(signing_key.public_key())})
     return IssuedBinding(token=token, binding=_binding(claims))
@@ -111,6 +119,9 @@ def _binding(claims: dict[str, Any]) -> Binding:
         raise BindingError("the binding grants an unknown tool")
     if not isinstance(body["confirm_mutations"], bool):
         raise BindingError("the binding's confirmation switch is malformed")
+    trust_class = body.get("trust_class", "asserted")
+    if trust_class not in TRUST_CLASSES:
+        raise BindingError("the binding's trust class is unknown")
     for name in ("iat", "exp"):
         if isinstance(claims[name], bool) or not isinstance(claims[name], int):
             raise BindingError("the binding's times are malformed")
@@ -128,6 +139,7 @@ def _binding(claims: dict[str, Any]) -> Binding:
         confirm_mutations=body["confirm_mutations"],
         issued_at_ms=claims["iat"] * 1000,
         expires_at_ms=claims["exp"] * 1000,
+        trust_class=trust_class,
     )
 
 

@@ -11,21 +11,22 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import anyio
 import typer
-from rich.console import Console
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import ALL_TOOLS, tool_from_name
 from engram_memory.engine.gate import APPROVAL_TTL_MAX_MS, ConfirmationError
 from engram_memory.engine.ports import ConfirmationRow
+from engram_memory.host import cli_keys, cli_operations, cli_records, cli_review
 from engram_memory.host.bindings import BindingError, issue_binding, parse_duration
+from engram_memory.host.cli_common import HomeOption, JsonOption, err, fail, one_line, out
 from engram_memory.host.compose import HomeError, current_user, init_home, open_engine, verify_token
 from engram_memory.host.keyfiles import KeyFileError, load_signing_key
-from engram_memory.host.settings import HOME_ENV, binding_from_environment, resolve_home
+from engram_memory.host.settings import binding_from_environment, resolve_home
 
 app = typer.Typer(
     name="engram-memory",
@@ -36,25 +37,8 @@ app = typer.Typer(
 )
 confirmations_app = typer.Typer(help="The human gate for withdraw and forget (and gated capture/admission).")
 app.add_typer(confirmations_app, name="confirmations")
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-HomeOption = Annotated[
-    Path | None,
-    typer.Option("--home", envvar=HOME_ENV, help="The host's home folder (store, keys, policy).", show_envvar=True),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-
-
-def one_line(reason: str) -> str:
-    """Control characters and line breaks would split a one-line reason; fold them into spaces."""
-    return " ".join("".join(ch if ch.isprintable() else " " for ch in reason).split())
-
-
-def fail(reason: str) -> NoReturn:
-    err.print(f"engram-memory: error: {one_line(reason)}", markup=False, highlight=False)
-    raise typer.Exit(code=1)
+for module in (cli_review, cli_records, cli_operations, cli_keys):
+    module.register(app)
 
 
 @app.command()
@@ -96,6 +80,9 @@ def bind(
         bool, typer.Option("--confirm-mutations", help="Capture and admission also need a human's approval.")
     ] = False,
     expires_in: Annotated[str, typer.Option("--expires-in", help="Lifetime: 90s, 30m, 8h, 7d.")] = "7d",
+    trust_class: Annotated[
+        str, typer.Option("--trust-class", help="asserted (default), earned or signed: what the host vouches for.")
+    ] = "asserted",
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -122,6 +109,7 @@ def bind(
             confirm_mutations=confirm_mutations,
             lifetime_s=parse_duration(expires_in),
             now_s=int(time.time()),
+            trust_class=trust_class,
         )
     except (BindingError, KeyFileError) as exc:
         fail(str(exc))
@@ -138,6 +126,7 @@ def bind(
             "purpose_ref": b.purpose_ref,
             "grants": sorted(b.grants),
             "confirm_mutations": b.confirm_mutations,
+            "trust_class": b.trust_class,
             "expires_at": format_instant(b.expires_at_ms),
         }
         sys.stdout.write(json.dumps(payload) + "\n")

@@ -6,6 +6,7 @@ The only place that knows which store, key ring, policy source and clock go toge
 from __future__ import annotations
 
 import getpass
+import os
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from engram_memory.host.keyfiles import create_key_files, load_keyring, load_mac
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML, FilePolicySource
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.store import SQLiteStore
+from engram_memory.stores.sqlite.vault import SQLiteKeyVault
 
 SQLITE_STORE = "sqlite"
 CONFIG_TEMPLATE = '# engram-memory host configuration, written by `engram-memory init`.\nstore = "{store}"\n'
@@ -56,15 +58,19 @@ def init_home(paths: HostPaths, store: str | None = None) -> InitReport:
     _refuse_new_keys_for_old_data(paths)
     created.extend(create_key_files(paths))
     paths.store_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not paths.sqlite_file.exists():
-        created.append(paths.sqlite_file)
+    for path in (paths.sqlite_file, paths.vault_file):
+        if not path.exists():
+            # SQLite gives its -wal and -shm files the main file's mode: create it private first.
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            created.append(path)
     SQLiteStore(paths.sqlite_file).close()
+    SQLiteKeyVault(paths.vault_file).close()
     return InitReport(created=created, store=wanted)
 
 
 def _refuse_new_keys_for_old_data(paths: HostPaths) -> None:
     """A lost key file must be restored, not replaced: new keys would orphan every sealed body."""
-    key_files = (paths.kek_file, paths.secret_file, paths.signing_key_file)
+    key_files = (paths.kek_file, paths.secret_file, paths.signing_key_file, paths.vault_file)
     missing = [path for path in key_files if not path.exists()]
     if not missing or not paths.sqlite_file.exists():
         return
@@ -97,13 +103,17 @@ def open_engine(paths: HostPaths) -> Iterator[Engine]:
     configured_store(paths)
     if not paths.sqlite_file.exists():
         raise HomeError(f"no store in {paths.home}: run 'engram-memory init' first")
+    if not paths.vault_file.exists():
+        raise HomeError(f"no key vault in {paths.keys_dir}: restore keys/vault.db from your key backup")
     keyring = load_keyring(paths)
     macs = load_mac_keys(paths)
     store = SQLiteStore(paths.sqlite_file)
+    vault = SQLiteKeyVault(paths.vault_file)
     try:
         deps = Deps(
             store=store,
             keyring=keyring,
+            vault=vault,
             policies=FilePolicySource(paths.policy),
             clock=SystemClock(),
             cursor_key=macs.cursor,
@@ -111,6 +121,7 @@ def open_engine(paths: HostPaths) -> Iterator[Engine]:
         )
         yield Engine(deps)
     finally:
+        vault.close()
         store.close()
 
 

@@ -48,6 +48,10 @@ class HostPaths:
         return self.keys_dir / "secret.key"
 
     @property
+    def vault_file(self) -> Path:
+        return self.keys_dir / "vault.db"
+
+    @property
     def signing_key_file(self) -> Path:
         return self.keys_dir / "host-signing.pem"
 

@@ -29,6 +29,9 @@ from engram_memory.engine.ports import (
     SealedBody,
 )
 from engram_memory.engine.ranking import FIELD_WEIGHTS, FIELDS
+from engram_memory.stores.sqlite.queries_maintenance import MaintenanceQueries
+from engram_memory.stores.sqlite.queries_operations import OperationsQueries
+from engram_memory.stores.sqlite.queries_review import ReviewQueries
 
 _FTS_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
 _CONTENT_FILTER = "{" + " ".join(_FTS_COLUMNS) + "}"
@@ -50,7 +53,7 @@ def _match_expression(scope: Scope, terms: Sequence[str]) -> str:
     return f"scope : {_phrase(scope_token(scope))} AND {_CONTENT_FILTER} : ({alternatives})"
 
 
-class SQLiteTx:
+class SQLiteTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
     """One open transaction on the connection; the store begins and ends it."""
 
     def __init__(self, connection: sqlite3.Connection) -> None:
@@ -115,12 +118,37 @@ class SQLiteTx:
             )
 
     # -- candidates ------------------------------------------------------------------------
+    _CANDIDATE_COLUMNS = (
+        "candidate_id, tenant, workspace, state, payload_digest, evidence_digest, principal, agent_id, session,"
+        " captured_at_ms, capture_cursor, size_bytes, citation_count, has_attestation, secret_categories,"
+        " adjudication, record_id, trust_class, review_reasons"
+    )
+
+    @staticmethod
+    def _candidate(row: Sequence[Any]) -> CandidateRow:
+        return CandidateRow(
+            scope=Scope(tenant=row[1], workspace=row[2]),
+            candidate_id=row[0],
+            state=row[3],
+            payload_digest=row[4],
+            evidence_digest=row[5],
+            actor=Actor(principal=row[6], agent_id=row[7], session=row[8]),
+            captured_at_ms=row[9],
+            capture_cursor=row[10],
+            size_bytes=row[11],
+            citation_count=row[12],
+            has_attestation=bool(row[13]),
+            secret_categories=tuple(json.loads(row[14])),
+            adjudication=bool(row[15]),
+            record_id=row[16],
+            trust_class=row[17],
+            review_reasons=tuple(json.loads(row[18])),
+        )
+
     def insert_candidate(self, row: CandidateRow) -> None:
         self._db.execute(
-            "INSERT INTO candidates (candidate_id, tenant, workspace, state, payload_digest, evidence_digest,"
-            " principal, agent_id, session, captured_at_ms, capture_cursor, size_bytes, citation_count,"
-            " has_attestation, secret_categories, adjudication, record_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO candidates ({self._CANDIDATE_COLUMNS})"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.candidate_id,
                 row.scope.tenant,
@@ -139,50 +167,73 @@ class SQLiteTx:
                 json.dumps(list(row.secret_categories)),
                 int(row.adjudication),
                 row.record_id,
+                row.trust_class,
+                json.dumps(list(row.review_reasons)),
             ),
         )
 
     def get_candidate(self, scope: Scope, candidate_id: str) -> CandidateRow | None:
         row = self._db.execute(
-            "SELECT candidate_id, state, payload_digest, evidence_digest, principal, agent_id, session,"
-            " captured_at_ms, capture_cursor, size_bytes, citation_count, has_attestation, secret_categories,"
-            " adjudication, record_id FROM candidates WHERE candidate_id = ? AND tenant = ? AND workspace = ?",
+            f"SELECT {self._CANDIDATE_COLUMNS} FROM candidates"  # noqa: S608
+            " WHERE candidate_id = ? AND tenant = ? AND workspace = ?",
             (candidate_id, scope.tenant, scope.workspace),
         ).fetchone()
-        if row is None:
-            return None
-        return CandidateRow(
-            scope=scope,
-            candidate_id=row[0],
-            state=row[1],
-            payload_digest=row[2],
-            evidence_digest=row[3],
-            actor=Actor(principal=row[4], agent_id=row[5], session=row[6]),
-            captured_at_ms=row[7],
-            capture_cursor=row[8],
-            size_bytes=row[9],
-            citation_count=row[10],
-            has_attestation=bool(row[11]),
-            secret_categories=tuple(json.loads(row[12])),
-            adjudication=bool(row[13]),
-            record_id=row[14],
-        )
+        return None if row is None else self._candidate(row)
 
     def update_candidate(
-        self, scope: Scope, candidate_id: str, *, state: str, adjudication: bool, record_id: str | None
+        self,
+        scope: Scope,
+        candidate_id: str,
+        *,
+        state: str,
+        adjudication: bool,
+        record_id: str | None,
+        review_reasons: Sequence[str] = (),
     ) -> None:
         self._db.execute(
-            "UPDATE candidates SET state = ?, adjudication = ?, record_id = ?"
+            "UPDATE candidates SET state = ?, adjudication = ?, record_id = ?, review_reasons = ?"
             " WHERE candidate_id = ? AND tenant = ? AND workspace = ?",
-            (state, int(adjudication), record_id, candidate_id, scope.tenant, scope.workspace),
+            (
+                state,
+                int(adjudication),
+                record_id,
+                json.dumps(list(review_reasons)),
+                candidate_id,
+                scope.tenant,
+                scope.workspace,
+            ),
         )
 
     # -- records ---------------------------------------------------------------------------
+    _RECORD_COLUMNS = (
+        "record_id, tenant, workspace, candidate_id, state, payload_digest, valid_from_ms, valid_to_ms,"
+        " expires_at_ms, admitted_at_ms, state_cursor, principal, agent_id, session, captured_at_ms, trust_class,"
+        " superseded_by"
+    )
+
+    @staticmethod
+    def _record(row: Sequence[Any]) -> RecordRow:
+        return RecordRow(
+            scope=Scope(tenant=row[1], workspace=row[2]),
+            record_id=row[0],
+            candidate_id=row[3],
+            state=row[4],
+            payload_digest=row[5],
+            valid_from_ms=row[6],
+            valid_to_ms=row[7],
+            expires_at_ms=row[8],
+            admitted_at_ms=row[9],
+            state_cursor=row[10],
+            actor=Actor(principal=row[11], agent_id=row[12], session=row[13]),
+            captured_at_ms=row[14],
+            trust_class=row[15],
+            superseded_by=row[16],
+        )
+
     def insert_record(self, row: RecordRow) -> None:
         self._db.execute(
-            "INSERT INTO records (record_id, tenant, workspace, candidate_id, state, payload_digest,"
-            " valid_from_ms, valid_to_ms, expires_at_ms, admitted_at_ms, state_cursor, principal, agent_id,"
-            " session, captured_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO records ({self._RECORD_COLUMNS})"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.record_id,
                 row.scope.tenant,
@@ -199,32 +250,17 @@ class SQLiteTx:
                 row.actor.agent_id,
                 row.actor.session,
                 row.captured_at_ms,
+                row.trust_class,
+                row.superseded_by,
             ),
         )
 
     def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
         row = self._db.execute(
-            "SELECT record_id, candidate_id, state, payload_digest, valid_from_ms, valid_to_ms, expires_at_ms,"
-            " admitted_at_ms, state_cursor, principal, agent_id, session, captured_at_ms"
-            " FROM records WHERE record_id = ? AND tenant = ? AND workspace = ?",
+            f"SELECT {self._RECORD_COLUMNS} FROM records WHERE record_id = ? AND tenant = ? AND workspace = ?",  # noqa: S608
             (record_id, scope.tenant, scope.workspace),
         ).fetchone()
-        if row is None:
-            return None
-        return RecordRow(
-            scope=scope,
-            record_id=row[0],
-            candidate_id=row[1],
-            state=row[2],
-            payload_digest=row[3],
-            valid_from_ms=row[4],
-            valid_to_ms=row[5],
-            expires_at_ms=row[6],
-            admitted_at_ms=row[7],
-            state_cursor=row[8],
-            actor=Actor(principal=row[9], agent_id=row[10], session=row[11]),
-            captured_at_ms=row[12],
-        )
+        return None if row is None else self._record(row)
 
     def set_record_state(self, scope: Scope, record_id: str, state: str, cursor: int) -> None:
         self._db.execute(
@@ -243,28 +279,18 @@ class SQLiteTx:
     # -- sealed bodies ---------------------------------------------------------------------
     def put_body(self, scope: Scope, owner_id: str, body: SealedBody) -> None:
         self._db.execute(
-            "INSERT INTO sealed_bodies (owner_id, tenant, workspace, kek_id, wrapped_key, nonce, ciphertext)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                owner_id,
-                scope.tenant,
-                scope.workspace,
-                body.kek_id,
-                body.wrapped_key,
-                body.nonce,
-                body.ciphertext,
-            ),
+            "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext) VALUES (?, ?, ?, ?, ?)",
+            (owner_id, scope.tenant, scope.workspace, body.nonce, body.ciphertext),
         )
 
     def get_body(self, scope: Scope, owner_id: str) -> SealedBody | None:
         row = self._db.execute(
-            "SELECT kek_id, wrapped_key, nonce, ciphertext FROM sealed_bodies"
-            " WHERE owner_id = ? AND tenant = ? AND workspace = ?",
+            "SELECT nonce, ciphertext FROM sealed_bodies WHERE owner_id = ? AND tenant = ? AND workspace = ?",
             (owner_id, scope.tenant, scope.workspace),
         ).fetchone()
         if row is None:
             return None
-        return SealedBody(kek_id=row[0], wrapped_key=bytes(row[1]), nonce=bytes(row[2]), ciphertext=bytes(row[3]))
+        return SealedBody(nonce=bytes(row[0]), ciphertext=bytes(row[1]))
 
     def destroy_body(self, scope: Scope, owner_id: str) -> bool:
         cursor = self._db.execute(

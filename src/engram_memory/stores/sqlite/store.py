@@ -7,32 +7,20 @@ STORE_UNAVAILABLE (nothing was written), a failure of COMMIT itself is MUTATION_
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.stores.sqlite.migrate import migrate
 from engram_memory.stores.sqlite.queries import SQLiteTx
 
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
-
-
-def _migrations() -> list[tuple[int, str, str]]:
-    """(version, name, sql) of every bundled migration, in order."""
-    found = []
-    for entry in resources.files("engram_memory.stores.sqlite").joinpath("migrations").iterdir():
-        if entry.name.endswith(".sql"):
-            version = int(entry.name.split("_", 1)[0])
-            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
 
 
 class SQLiteStore:
@@ -57,33 +45,7 @@ class SQLiteStore:
             raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
 
     def _migrate(self) -> None:
-        """Applies bundled migrations in order and checks the ledger of those already applied."""
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-                " digest TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"
-            )
-            applied = {
-                row[0]: (row[1], row[2]) for row in db.execute("SELECT version, name, digest FROM schema_migrations")
-            }
-            for version, name, sql in _migrations():
-                checksum = "sha256:" + hashlib.sha256(sql.encode("utf-8")).hexdigest()
-                if version in applied:
-                    if applied[version] != (name, checksum):
-                        raise ContractError(ErrorCode.MIGRATION_LEDGER_INVALID)
-                    continue
-                for statement in _statements(sql):
-                    db.execute(statement)
-                db.execute(
-                    "INSERT INTO schema_migrations (version, name, digest, applied_at_ms) VALUES (?, ?, ?, ?)",
-                    (version, name, checksum, time.time_ns() // 1_000_000),
-                )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        migrate(self._db, "migrations")
 
     def _commit(self) -> None:
         self._db.execute("COMMIT")
@@ -154,19 +116,3 @@ class SQLiteStore:
             if self._erasure_pending:
                 self.erase_physically()
             self._db.close()
-
-
-def _statements(sql: str) -> Iterator[str]:
-    """Splits a migration into complete statements (triggers contain semicolons)."""
-    buffer = ""
-    for line in sql.splitlines(keepends=True):
-        if line.lstrip().startswith("--"):
-            continue
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            statement = buffer.strip()
-            if statement:
-                yield statement
-            buffer = ""
-    if buffer.strip():
-        yield buffer.strip()

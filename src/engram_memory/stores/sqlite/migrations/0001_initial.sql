@@ -76,12 +76,11 @@ CREATE TABLE records (
 );
 CREATE INDEX records_by_digest ON records (tenant, workspace, payload_digest, state);
 
+-- Ciphertext only: each body's data key lives in the host's key vault, outside this file.
 CREATE TABLE sealed_bodies (
     owner_id     TEXT PRIMARY KEY,
     tenant       TEXT NOT NULL,
     workspace    TEXT NOT NULL,
-    kek_id       TEXT NOT NULL,
-    wrapped_key  BLOB NOT NULL,
     nonce        BLOB NOT NULL,
     ciphertext   BLOB NOT NULL
 );

@@ -1,0 +1,167 @@
+"""The rows that cross the engine's ports: plain frozen dataclasses, no driver type ever.
+
+Kept apart from the port protocols so that every concern's protocol module can import them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Exactly one {tenant, workspace}: every read and write is confined to one."""
+
+    tenant: str
+    workspace: str
+
+    @property
+    def ref(self) -> str:
+        """The scope_ref the store adds to what it keeps and digests; quoting keeps it unambiguous."""
+        return "scope:" + quote(self.tenant, safe="") + "/" + quote(self.workspace, safe="")
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeHead:
+    cursor: int
+    digest: str
+    records_cursor: int
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEvent:
+    scope: Scope
+    cursor: int
+    event_id: str
+    kind: str
+    at_ms: int
+    body: Mapping[str, Any]
+    prev_digest: str
+    event_digest: str
+    affects_records: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    principal: str
+    agent_id: str
+    session: str
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRow:
+    scope: Scope
+    candidate_id: str
+    state: str
+    payload_digest: str
+    evidence_digest: str
+    actor: Actor
+    captured_at_ms: int
+    capture_cursor: int
+    size_bytes: int
+    citation_count: int
+    has_attestation: bool
+    secret_categories: tuple[str, ...]
+    adjudication: bool = False
+    record_id: str | None = None
+    trust_class: str = "asserted"
+    review_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRow:
+    scope: Scope
+    record_id: str
+    candidate_id: str
+    state: str
+    payload_digest: str
+    valid_from_ms: int
+    valid_to_ms: int | None
+    expires_at_ms: int | None
+    admitted_at_ms: int
+    state_cursor: int
+    actor: Actor
+    captured_at_ms: int
+    trust_class: str = "asserted"
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SealedBody:
+    """A body as the store keeps it: ciphertext only. Its data key lives in the key vault."""
+
+    nonce: bytes
+    ciphertext: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedKey:
+    """A body's data key, wrapped by a key-encryption key of the host's ring."""
+
+    kek_id: str
+    wrapped: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyRow:
+    scope: Scope
+    principal: str
+    key: str
+    tool: str
+    operation_digest: str
+    target: str
+    response: Mapping[str, Any]
+    created_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationRow:
+    confirmation_id: str
+    scope: Scope
+    actor: Actor
+    tool: str
+    target: str
+    operation_digest: str
+    reason_ref: str | None
+    summary: Mapping[str, Any]
+    status: str
+    requested_at_ms: int
+    decided_at_ms: int | None = None
+    decided_by: str | None = None
+    approval_expires_at_ms: int | None = None
+    consumed_at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    audit_id: str
+    at_ms: int
+    tool: str
+    outcome: str
+    tenant: str | None = None
+    workspace: str | None = None
+    principal: str | None = None
+    agent_id: str | None = None
+    session: str | None = None
+    token_id: str | None = None
+    request_digest: str | None = None
+    response_digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedDoc:
+    """One accepted_current record as the lexical index holds it: space-joined tokens per field."""
+
+    record_id: str
+    fields: Mapping[str, str]
+    valid_from_ms: int
+    valid_to_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    doc_count: int
+    field_token_totals: Mapping[str, int] = field(default_factory=dict)

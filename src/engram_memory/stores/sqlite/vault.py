@@ -1,0 +1,110 @@
+"""The key vault on disk: one SQLite file in the host's keys folder, beside the key-encryption keys.
+
+It holds wrapped data keys and the ids of destroyed ones. It is never part of a store backup: a
+data key destroyed here has no other copy, which is what makes forgetting final.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports import Scope, WrappedKey
+from engram_memory.stores.sqlite.migrate import migrate
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+class SQLiteKeyVault:
+    def __init__(self, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+            )
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._db.execute("PRAGMA secure_delete = ON")
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            migrate(self._db, "vault_migrations")
+        except sqlite3.Error as exc:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    def _write(self, sql: str, params: Sequence[object]) -> int:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).rowcount
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    def put(self, scope: Scope, owner_id: str, key: WrappedKey, at_ms: int) -> None:
+        self._write(
+            "INSERT INTO data_keys (owner_id, tenant, workspace, kek_id, wrapped, created_at_ms)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (owner_id, scope.tenant, scope.workspace, key.kek_id, key.wrapped, at_ms),
+        )
+
+    def get(self, scope: Scope, owner_id: str) -> WrappedKey | None:
+        with self._lock:
+            try:
+                row = self._db.execute(
+                    "SELECT kek_id, wrapped FROM data_keys WHERE owner_id = ? AND tenant = ? AND workspace = ?",
+                    (owner_id, scope.tenant, scope.workspace),
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        return None if row is None else WrappedKey(kek_id=row[0], wrapped=bytes(row[1]))
+
+    def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        """Idempotent. Records each destroyed id, then pushes the erased pages out of the WAL."""
+        if not owner_ids:
+            return True
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                for owner_id in owner_ids:
+                    self._db.execute(
+                        "INSERT INTO shredded (owner_id, tenant, workspace, destroyed_at_ms)"
+                        " SELECT owner_id, tenant, workspace, ? FROM data_keys WHERE owner_id = ?"
+                        " ON CONFLICT (owner_id) DO NOTHING",
+                        (at_ms, owner_id),
+                    )
+                    self._db.execute("DELETE FROM data_keys WHERE owner_id = ?", (owner_id,))
+                self._db.execute("COMMIT")
+            except sqlite3.Error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                logger.error("data keys could not be destroyed yet; they will be swept later")
+                return False
+            try:
+                row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                return False
+            return row is not None and row[0] == 0
+
+    def shredded(self, owner_ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        with self._lock:
+            for owner_id in owner_ids:
+                row = self._db.execute("SELECT 1 FROM shredded WHERE owner_id = ?", (owner_id,)).fetchone()
+                if row is not None:
+                    found.add(owner_id)
+        return found
+
+    def owners_created_before(self, at_ms: int) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT owner_id FROM data_keys WHERE created_at_ms < ? ORDER BY owner_id", (at_ms,)
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
