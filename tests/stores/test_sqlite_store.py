@@ -1,4 +1,4 @@
-"""The embedded store's own mechanisms: migrations and their ledger, WAL, and secure deletion."""
+"""The embedded store's own mechanisms: migrations and their ledger, and what opening a store checks."""
 
 from __future__ import annotations
 
@@ -8,14 +8,19 @@ from pathlib import Path
 import pytest
 
 from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.stores.sqlite.migrate import bundled, migrate
 from engram_memory.stores.sqlite.store import SQLiteStore
+from engram_memory.stores.sqlite.vault import SQLiteKeyVault
+
+VERSIONS = [version for version, _, _ in bundled("migrations")]
 
 
-def test_new_store_records_its_migrations(tmp_path: Path) -> None:
+def test_new_store_records_every_migration(tmp_path: Path) -> None:
     SQLiteStore(tmp_path / "s.db").close()
     with sqlite3.connect(tmp_path / "s.db") as db:
-        rows = db.execute("SELECT version, name, digest FROM schema_migrations").fetchall()
-        assert rows and rows[0][0] == 1 and rows[0][2].startswith("sha256:")
+        rows = db.execute("SELECT version, name, digest FROM schema_migrations ORDER BY version").fetchall()
+        assert [row[0] for row in rows] == VERSIONS and len(VERSIONS) >= 2
+        assert all(row[2].startswith("sha256:") for row in rows)
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
@@ -23,13 +28,39 @@ def test_reopening_a_store_applies_nothing_twice(tmp_path: Path) -> None:
     SQLiteStore(tmp_path / "s.db").close()
     SQLiteStore(tmp_path / "s.db").close()
     with sqlite3.connect(tmp_path / "s.db") as db:
-        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (1,)
+        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(VERSIONS),)
+
+
+def test_older_store_is_migrated_on_open_and_keeps_its_data(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    assert migrate(db, "migrations", upto=1) == [1]
+    db.execute(
+        "INSERT INTO candidates (candidate_id, tenant, workspace, state, payload_digest, evidence_digest, principal,"
+        " agent_id, session, captured_at_ms, capture_cursor, size_bytes, citation_count, has_attestation,"
+        " secret_categories) VALUES ('cand_a', 't', 'w', 'pending', 'd', 'e', 'p', 'a', 's', 1, 1, 10, 1, 0, '[]')"
+    )
+    db.close()
+    SQLiteStore(tmp_path / "s.db").close()
+    with sqlite3.connect(tmp_path / "s.db") as check:
+        assert [row[0] for row in check.execute("SELECT version FROM schema_migrations ORDER BY version")] == VERSIONS
+        assert check.execute("SELECT candidate_id, trust_class, review_reasons FROM candidates").fetchall() == [
+            ("cand_a", "asserted", "[]")
+        ]
 
 
 def test_tampered_migration_ledger_is_refused(tmp_path: Path) -> None:
     SQLiteStore(tmp_path / "s.db").close()
     with sqlite3.connect(tmp_path / "s.db") as db:
-        db.execute("UPDATE schema_migrations SET digest = 'sha256:' || hex(zeroblob(32))")
+        db.execute("UPDATE schema_migrations SET digest = 'sha256:' || hex(zeroblob(32)) WHERE version = 1")
+    with pytest.raises(ContractError) as caught:
+        SQLiteStore(tmp_path / "s.db")
+    assert caught.value.code is ErrorCode.MIGRATION_LEDGER_INVALID
+
+
+def test_ledger_naming_an_unknown_migration_is_refused(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path / "s.db").close()
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("INSERT INTO schema_migrations VALUES (99, '0099_future.sql', 'sha256:00', 0)")
     with pytest.raises(ContractError) as caught:
         SQLiteStore(tmp_path / "s.db")
     assert caught.value.code is ErrorCode.MIGRATION_LEDGER_INVALID
@@ -39,3 +70,9 @@ def test_unopenable_store_is_store_unavailable(tmp_path: Path) -> None:
     with pytest.raises(ContractError) as caught:
         SQLiteStore(tmp_path / "missing-folder" / "s.db")
     assert caught.value.code is ErrorCode.STORE_UNAVAILABLE
+
+
+def test_vault_has_its_own_ledger(tmp_path: Path) -> None:
+    SQLiteKeyVault(tmp_path / "v.db").close()
+    with sqlite3.connect(tmp_path / "v.db") as db:
+        assert db.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
