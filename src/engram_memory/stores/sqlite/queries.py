@@ -299,6 +299,20 @@ class SQLiteTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
         )
         return cursor.rowcount > 0
 
+    def ended_owners(self, owner_ids: Sequence[str]) -> set[str]:
+        # Host housekeeping spans scopes: owner ids are globally unique random ids.
+        ended = set()
+        for owner_id in owner_ids:
+            known = self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM candidates WHERE candidate_id = ?)"
+                " OR EXISTS (SELECT 1 FROM records WHERE record_id = ?)",
+                (owner_id, owner_id),
+            ).fetchone()[0]
+            body = self._db.execute("SELECT 1 FROM sealed_bodies WHERE owner_id = ?", (owner_id,)).fetchone()
+            if known and body is None:
+                ended.add(owner_id)
+        return ended
+
     # -- lexical index ---------------------------------------------------------------------
     def _rid(self, scope: Scope, record_id: str) -> int | None:
         row = self._db.execute(
