@@ -21,10 +21,19 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CandidateFacts:
+    """What the policy may look at: sizes, counts, detector categories, and who captured it.
+
+    Who captured it comes from the host's binding at capture time (trust class included), never
+    from the agent's arguments.
+    """
+
     size_bytes: int
     citation_count: int
     has_attestation: bool
     secret_categories: tuple[str, ...]
+    principal: str = ""
+    agent_id: str = ""
+    trust_class: str = "asserted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +62,7 @@ def decide(
     def verdict(kind: Verdict, *reasons: str, duplicate: str | None = None) -> Decision:
         return Decision(kind, reasons, policy.policy_id, policy.version, policy.digest, duplicate)
 
-    rejections = [f"secret:{category}" for category in facts.secret_categories]
-    if facts.size_bytes > policy.max_payload_bytes:
-        rejections.append("size")
-    if facts.citation_count < policy.min_citations:
-        rejections.append("citations")
-    if policy.require_attestation and not facts.has_attestation:
-        rejections.append("attestation")
+    rejections = rejection_reasons(policy, facts)
     if rejections:
         return verdict(Verdict.REJECT, *rejections)
     if duplicate_of is not None:
@@ -67,5 +70,23 @@ def decide(
     if tombstoned:
         return verdict(Verdict.ADJUDICATE, "tombstone_guard")
     if policy.mode == "review":
+        # The host vouched for these in advance; the table means nothing in mode "auto".
+        trusted = policy.auto_accept.matches(
+            principal=facts.principal, agent_id=facts.agent_id, trust_class=facts.trust_class
+        )
+        if trusted:
+            return verdict(Verdict.ACCEPT, *trusted)
         return verdict(Verdict.ADJUDICATE, "review_mode")
     return verdict(Verdict.ACCEPT, "policy_checks_passed")
+
+
+def rejection_reasons(policy: AdmissionPolicy, facts: CandidateFacts) -> list[str]:
+    """The ordinary rejection rules alone; a human reviewer cannot accept past them either."""
+    rejections = [f"secret:{category}" for category in facts.secret_categories]
+    if facts.size_bytes > policy.max_payload_bytes:
+        rejections.append("size")
+    if facts.citation_count < policy.min_citations:
+        rejections.append("citations")
+    if policy.require_attestation and not facts.has_attestation:
+        rejections.append("attestation")
+    return rejections

@@ -87,15 +87,9 @@ def _admit(
     if candidate.adjudication:
         decision = Decision(Verdict.ADJUDICATE, ("awaiting_review",), policy.policy_id, policy.version, policy.digest)
     else:
-        facts = CandidateFacts(
-            size_bytes=candidate.size_bytes,
-            citation_count=candidate.citation_count,
-            has_attestation=candidate.has_attestation,
-            secret_categories=candidate.secret_categories,
-        )
         decision = decide(
             policy,
-            facts,
+            candidate_facts(candidate),
             duplicate_of=tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value),
             tombstoned=tx.is_tombstoned(scope, candidate.payload_digest),
         )
@@ -116,6 +110,19 @@ def _admit(
     outcome["transaction_receipt_digest"] = transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, key, events)
     remember_response(tx, call, Tool.REQUEST_ADMISSION, arguments, op_digest, candidate_id, {"outcome": outcome})
     return {"outcome": outcome, "replayed": False}
+
+
+def candidate_facts(candidate: CandidateRow) -> CandidateFacts:
+    """The policy's view of a candidate; who captured it is what the host's binding said then."""
+    return CandidateFacts(
+        size_bytes=candidate.size_bytes,
+        citation_count=candidate.citation_count,
+        has_attestation=candidate.has_attestation,
+        secret_categories=candidate.secret_categories,
+        principal=candidate.actor.principal,
+        agent_id=candidate.actor.agent_id,
+        trust_class=candidate.trust_class,
+    )
 
 
 def _apply(

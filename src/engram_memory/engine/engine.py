@@ -1,8 +1,8 @@
 """The engine's front: one call in, one envelope out, one audit row written, whatever happens.
 
-Checks run in a fixed order: trusted context, grant, binding expiry, schema, purpose, then the
-operation. Protocol faults propagate as exceptions for the edge to send as JSON-RPC errors; contract
-errors and unexpected faults become envelopes with constant messages.
+Checks run in a fixed order: trusted context, grant, binding expiry, revocation, schema, purpose, then
+the operation. Protocol faults propagate as exceptions for the edge to send as JSON-RPC errors;
+contract errors and unexpected faults become envelopes with constant messages.
 """
 
 from __future__ import annotations
@@ -98,11 +98,18 @@ class Engine:
         call = Call(binding=binding, now_ms=self.deps.clock.now_ms())
         if binding.expired_at(call.now_ms):
             raise ContractError(ErrorCode.AUTHORIZATION_EXPIRED)
+        if self._revoked(binding.token_id):
+            raise ContractError(ErrorCode.AUTHORIZATION_REVOKED)
         valid = validate_arguments(tool, arguments)
         purpose = _purpose_argument(tool, valid)
         if purpose is not None and purpose != binding.purpose_ref:
             raise trusted_context_unavailable()
         return _OPERATIONS[tool](self.deps, call, valid)
+
+    def _revoked(self, token_id: str) -> bool:
+        """Read on every call, so a revocation takes effect on the next call of a server already running."""
+        with self.deps.store.read() as tx:
+            return tx.is_revoked(token_id)
 
     def _audit(
         self,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from engram_memory.contract.binding import TRUST_CLASSES
 from engram_memory.contract.canonical import POLICY_DOMAIN, digest
 from engram_memory.engine.secrets import CATEGORIES, DEFAULT_CATEGORIES
 
@@ -33,6 +34,34 @@ class PolicyError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class AutoAccept:
+    """Who the host trusts enough to skip review in mode "review" (the `[auto_accept]` table).
+
+    Only ever consulted after every rejection rule, the duplicate rule and the tombstone guard.
+    """
+
+    principals: frozenset[str] = frozenset()
+    agents: frozenset[str] = frozenset()
+    trust_classes: frozenset[str] = frozenset()
+
+    def matches(self, *, principal: str, agent_id: str, trust_class: str) -> tuple[str, ...]:
+        """The reason codes of every rule that matches, in a fixed order; empty when none does."""
+        hits = (
+            ("auto_accept:principal", principal in self.principals),
+            ("auto_accept:agent", agent_id in self.agents),
+            ("auto_accept:trust_class", trust_class in self.trust_classes),
+        )
+        return tuple(reason for reason, hit in hits if hit)
+
+    def as_mapping(self) -> dict[str, list[str]]:
+        return {
+            "principals": sorted(self.principals),
+            "agents": sorted(self.agents),
+            "trust_classes": sorted(self.trust_classes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class AdmissionPolicy:
     policy_id: str = "default"
     version: int = 1
@@ -45,6 +74,7 @@ class AdmissionPolicy:
     consented_families: frozenset[str] = frozenset()
     secret_categories: frozenset[str] = DEFAULT_CATEGORIES
     redact_fields: tuple[str, ...] = ()
+    auto_accept: AutoAccept = AutoAccept()
     digest: str = field(default="", compare=False)
 
     def as_mapping(self) -> dict[str, Any]:
@@ -60,6 +90,7 @@ class AdmissionPolicy:
             "consented_families": sorted(self.consented_families),
             "secret_categories": sorted(self.secret_categories),
             "redact_fields": list(self.redact_fields),
+            "auto_accept": self.auto_accept.as_mapping(),
         }
 
     def with_digest(self) -> AdmissionPolicy:
@@ -78,11 +109,31 @@ def _get(data: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
     return value
 
 
-def _strings(data: Mapping[str, Any], key: str) -> frozenset[str]:
+def _strings(data: Mapping[str, Any], key: str, name: str | None = None) -> frozenset[str]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise PolicyError(f"{key} must be a list of strings")
+        raise PolicyError(f"{name or key} must be a list of strings")
     return frozenset(value)
+
+
+def _auto_accept(data: Mapping[str, Any]) -> AutoAccept:
+    table = data.get("auto_accept", {})
+    if not isinstance(table, dict):
+        raise PolicyError("[auto_accept] must be a table")
+    unknown = sorted(set(table) - {"principals", "agents", "trust_classes"})
+    if unknown:
+        raise PolicyError(f"unknown policy key: auto_accept.{unknown[0]}")
+    rules = AutoAccept(
+        principals=_strings(table, "principals", "auto_accept.principals"),
+        agents=_strings(table, "agents", "auto_accept.agents"),
+        trust_classes=_strings(table, "trust_classes", "auto_accept.trust_classes"),
+    )
+    # An empty name would match a binding that never named anyone: refuse it rather than guess.
+    if "" in rules.principals or "" in rules.agents:
+        raise PolicyError("auto_accept.principals and auto_accept.agents must not hold empty names")
+    if not rules.trust_classes <= set(TRUST_CLASSES):
+        raise PolicyError("auto_accept.trust_classes names a trust class other than " + ", ".join(TRUST_CLASSES))
+    return rules
 
 
 def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
@@ -99,6 +150,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         "consented_families",
         "secrets",
         "redact_fields",
+        "auto_accept",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -132,6 +184,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         consented_families=_strings(data, "consented_families"),
         secret_categories=frozenset(categories),
         redact_fields=tuple(sorted(redact)),
+        auto_accept=_auto_accept(data),
     )
     if policy.min_citations < 1 or policy.max_payload_bytes < 1 or policy.max_retention_days < 1:
         raise PolicyError("min_citations, max_payload_bytes and max_retention_days must be positive")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engram_memory.contract.canonical import COVERAGE_DOMAIN, digest
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import (
     CandidateState,
@@ -23,6 +22,7 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
+from engram_memory.engine.erasure import coverage_of, destroy_record_key, erase_record
 from engram_memory.engine.gate import GatePass, GateRequest, check_gate, consume
 from engram_memory.engine.idempotency import replayed_response
 from engram_memory.engine.mutation import append_event, remember_response, run_mutation
@@ -53,10 +53,8 @@ def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
 
     def destroy_key(result: dict[str, Any]) -> dict[str, Any]:
-        destroyed = deps.vault.destroy([arguments["record_id"]], deps.clock.now_ms())
         coverage = result.pop("coverage")
-        coverage["surfaces"]["data_key"] = "destroyed" if destroyed else "pending"
-        return {**result, "coverage_receipt_digest": digest(COVERAGE_DOMAIN, coverage)}
+        return {**result, "coverage_receipt_digest": destroy_record_key(deps, coverage)}
 
     return run_mutation(
         deps,
@@ -172,11 +170,7 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
     gate = _gate(tx, call, Tool.FORGET, record_id, op_digest, reason_ref, summary)
     if gate is None:
         return None
-    unindexed = tx.unindex_record(call.scope, record_id)
-    if unindexed:
-        tx.purge_index()
-    body_destroyed = tx.destroy_body(call.scope, record_id)
-    tx.add_tombstone(call.scope, record.payload_digest, call.now_ms)
+    surfaces = erase_record(tx, record, call.now_ms)
     event = append_event(
         tx,
         call,
@@ -192,16 +186,7 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
     )
     tx.set_record_state(call.scope, record_id, to_state.value, event.cursor)
     consume(tx, gate, deps.clock.now_ms())
-    coverage = {
-        "record_id": record_id,
-        "cursor": event.cursor,
-        "surfaces": {
-            "body": "erased" if body_destroyed else "absent",
-            "lexical_index": "purged" if unindexed else "absent",
-            "vectors": "absent",
-            "caches": "absent",
-        },
-    }
+    coverage = coverage_of(record_id, event.cursor, surfaces)
     response = {
         "receipt": _receipt(call, Tool.FORGET, key, event, "tombstone", record.state, to_state.value, gate),
         "replayed": False,

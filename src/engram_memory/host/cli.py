@@ -143,11 +143,16 @@ def serve(
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="engram-memory: %(levelname)s %(message)s")
     log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
+    from engram_memory.engine.verify import verify_store
     from engram_memory.mcp.server import build_server
     from engram_memory.mcp.stdio import serve_stdio
 
     try:
         with open_engine(paths) as engine:
+            # A store that fails its start-up check is refused rather than allowed to answer wrongly.
+            first = verify_store(engine.deps, full=False).first
+            if first is not None:
+                fail(f"{first.line}; run engram-memory verify")
             verified, reason = verify_token(paths, binding_from_environment(binding))
             if reason is not None:
                 log.warning(reason)

@@ -42,6 +42,14 @@ redact_fields = []
 # The secret detector: every category is on by default except personal_data.
 [secrets]
 personal_data = false
+
+# In mode "review" only: candidates captured under these exact names skip the human and are
+# accepted, once every check above, the duplicate rule and the tombstone guard have passed.
+# Ignored in mode "auto". Trust classes are "asserted", "earned", "signed" (set by `bind --trust-class`).
+[auto_accept]
+principals = []
+agents = []
+trust_classes = []
 """
 
 

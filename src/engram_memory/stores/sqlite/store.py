@@ -17,10 +17,15 @@ from pathlib import Path
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.stores.sqlite.migrate import migrate
 from engram_memory.stores.sqlite.queries import SQLiteTx
+from engram_memory.stores.sqlite.snapshot import SnapshotQueries
 
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+# sqlite3 opens this name as a private database in memory (a backup's or a restore's working copy).
+IN_MEMORY = Path(":memory:")
+# Bytes 18 and 19 of a database file say "WAL" (2) or "rollback journal" (1); an image in memory must say 1.
+_FILE_FORMAT_BYTES = slice(18, 20)
 
 
 class SQLiteStore:
@@ -28,7 +33,16 @@ class SQLiteStore:
 
     index_name = "sqlite-fts5"
 
-    def __init__(self, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        image: bytes | None = None,
+        run_migrations: bool = True,
+    ) -> None:
+        """`image` (with `path` IN_MEMORY) loads a database file's bytes; `run_migrations=False` lets a
+        restore check an archived store exactly as it was written before migrating it."""
         self.path = path
         self._lock = threading.RLock()
         self._erasure_pending = False
@@ -36,11 +50,14 @@ class SQLiteStore:
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
             )
+            if image is not None:
+                self._db.deserialize(_rollback_journal_image(image))
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
             self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            self._migrate()
+            if run_migrations:
+                self._migrate()
         except sqlite3.Error as exc:
             raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
 
@@ -111,8 +128,69 @@ class SQLiteStore:
         with self.read() as tx:
             return tx.any_journal()
 
+    # -- snapshots (host backup and restore) -------------------------------------------------------
+    def apply_migrations(self) -> None:
+        """Raises ContractError MIGRATION_LEDGER_INVALID or STORE_UNAVAILABLE."""
+        with self._lock:
+            try:
+                self._migrate()
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    def copy_in_memory(self) -> SQLiteStore:
+        """A consistent copy of the whole store in memory, by sqlite3's online backup API in one step.
+
+        Other processes may keep writing: the copy is one committed state. It lives in memory so that
+        nothing derived from plaintext ever reaches a disk outside the store while it is stripped.
+        """
+        copy = SQLiteStore(IN_MEMORY, run_migrations=False)
+        with self._lock:
+            try:
+                self._db.backup(copy._db)
+            except sqlite3.Error as exc:
+                copy.close()
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        return copy
+
+    @contextmanager
+    def inspect(self) -> Iterator[SnapshotQueries]:
+        """Whole-store reads in one consistent read transaction (host path only)."""
+        with self.read():
+            yield SnapshotQueries(self._db)
+
+    def strip_derived_index(self) -> None:
+        """Empties the full-text index of this (copied) store, then rewrites the file without free pages."""
+        with self.write():
+            SnapshotQueries(self._db).strip_derived_index()
+        self.vacuum()
+
+    def vacuum(self) -> None:
+        with self._lock:
+            try:
+                self._db.execute("VACUUM")
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    def image(self) -> bytes:
+        """The whole database as the bytes of one file (rollback-journal header; opening it in WAL mode
+        switches it back)."""
+        with self._lock:
+            try:
+                return _rollback_journal_image(self._db.serialize())
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
     def close(self) -> None:
         with self._lock:
             if self._erasure_pending:
                 self.erase_physically()
             self._db.close()
+
+
+def _rollback_journal_image(image: bytes) -> bytes:
+    """SQLite refuses to read a WAL-mode image in memory (it has no -shm file): mark it rollback-journal."""
+    if len(image) < _FILE_FORMAT_BYTES.stop or image[_FILE_FORMAT_BYTES] == b"\x01\x01":
+        return image
+    fixed = bytearray(image)
+    fixed[_FILE_FORMAT_BYTES] = b"\x01\x01"
+    return bytes(fixed)

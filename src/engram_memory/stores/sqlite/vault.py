@@ -10,6 +10,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
@@ -19,6 +20,24 @@ from engram_memory.stores.sqlite.migrate import migrate
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class VaultKey:
+    """One data key as the vault holds it, for the host's rotation: no body, no plaintext key."""
+
+    owner_id: str
+    scope: Scope
+    key: WrappedKey
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrap:
+    """Move one data key from `old_kek_id` to `key`; applied only if it is still under `old_kek_id`."""
+
+    owner_id: str
+    old_kek_id: str
+    key: WrappedKey
 
 
 class SQLiteKeyVault:
@@ -104,6 +123,72 @@ class SQLiteKeyVault:
                 "SELECT owner_id FROM data_keys WHERE created_at_ms < ? ORDER BY owner_id", (at_ms,)
             ).fetchall()
         return [str(row[0]) for row in rows]
+
+    # -- key rotation (host path) -----------------------------------------------------------------
+    def kek_ids(self) -> dict[str, int]:
+        """How many data keys each key-encryption key wraps."""
+        with self._lock:
+            try:
+                rows = self._db.execute("SELECT kek_id, count(*) FROM data_keys GROUP BY kek_id").fetchall()
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def keys_under(self, kek_ids: Sequence[str], limit: int) -> list[VaultKey]:
+        """Up to `limit` data keys still wrapped by one of `kek_ids`, in a stable order."""
+        if not kek_ids:
+            return []
+        marks = ", ".join("?" for _ in kek_ids)
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    "SELECT owner_id, tenant, workspace, kek_id, wrapped FROM data_keys"  # noqa: S608
+                    f" WHERE kek_id IN ({marks}) ORDER BY owner_id LIMIT ?",
+                    (*kek_ids, limit),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        return [
+            VaultKey(
+                owner_id=str(row[0]),
+                scope=Scope(tenant=row[1], workspace=row[2]),
+                key=WrappedKey(kek_id=str(row[3]), wrapped=bytes(row[4])),
+            )
+            for row in rows
+        ]
+
+    def rewrap(self, moves: Sequence[Rewrap]) -> int:
+        """Applies the moves in one transaction; returns how many keys moved.
+
+        Compare-and-set on the old KEK: a key destroyed (or moved) since it was read is left alone,
+        so a rotation can never bring back a key that a forget shredded meanwhile.
+        """
+        if not moves:
+            return 0
+        moved = 0
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                for move in moves:
+                    moved += self._db.execute(
+                        "UPDATE data_keys SET kek_id = ?, wrapped = ? WHERE owner_id = ? AND kek_id = ?",
+                        (move.key.kek_id, move.key.wrapped, move.owner_id, move.old_kek_id),
+                    ).rowcount
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        return moved
+
+    def checkpoint(self) -> bool:
+        """Pushes overwritten wraps out of the WAL into the (secure-deleting) main file."""
+        with self._lock:
+            try:
+                row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                return False
+        return row is not None and row[0] == 0
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,400 @@
+"""The verifier (SPEC §11) on real store files: a healthy store passes, and each kind of damage is found and named.
+
+Damage is done the way it happens to files, not through the engine: a byte flipped in the database file,
+rows deleted behind the append-only trigger's back, a table edited, a body or data key or index row gone.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
+
+import pytest
+
+from engram_memory.contract.errors import ErrorCode
+from engram_memory.engine.engine import Engine
+from engram_memory.engine.ports import Scope, WrappedKey
+from engram_memory.engine.verify import ORPHAN_KEY_AGE_MS, VerifyReport, problems_json, verify_store
+from engram_memory.host.settings import HostPaths
+from engram_memory.stores.sqlite.vault import SQLiteKeyVault
+from tests.support.clocks import ManualClock
+from tests.support.engines import steered_engine
+from tests.support.homes import bind, engine_for
+from tests.support.inprocess import InProcessAgent
+from tests.support.payloads import unique_key
+
+SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
+KEPT_TEXT = "Deploys need two approvals from the platform rota."
+FORGOTTEN_TEXT = "The osprey cluster was retired after the migration."
+SECRET_TEXT = "token: ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+WORDS = ("Deploys", "approvals", "osprey", "cluster", "ghp_")
+
+
+@dataclass(frozen=True)
+class Session:
+    kept: str
+    other: str
+    forgotten: str
+    pending: str
+    rejected: str
+    withdrawn: str
+    in_review: str
+
+
+def _approve(engine: Engine) -> None:
+    engine.approve_confirmation(engine.confirmations()[0][0].confirmation_id, decided_by="host:test", ttl_ms=60_000)
+
+
+def _populate(paths: HostPaths) -> Session:
+    """Every lifecycle path once, in tenant-a/workspace-1, plus one record in a second scope; engine closed after."""
+    with steered_engine(paths, clock=ManualClock()) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        kept = agent.remember(KEPT_TEXT)
+        forgotten = agent.remember(FORGOTTEN_TEXT)
+        rejected = agent.capture(SECRET_TEXT)["candidate_id"]
+        assert agent.admit(rejected)["status"] == "rejected"
+        withdrawn = agent.capture("A draft that goes away again.")["candidate_id"]
+        args = {"candidate_id": withdrawn, "idempotency_key": unique_key("w"), "reason_ref": "reason:r"}
+        agent.error_code("engram_memory_withdraw", args)
+        _approve(engine)
+        agent.value("engram_memory_withdraw", args)
+        forget = {"record_id": forgotten, "idempotency_key": unique_key("f"), "reason_ref": "reason:r"}
+        agent.error_code("engram_memory_forget", forget)
+        _approve(engine)
+        agent.value("engram_memory_forget", forget)
+        in_review = agent.capture(FORGOTTEN_TEXT)["candidate_id"]
+        assert agent.admit(in_review)["status"] == "pending_adjudication"
+        pending = agent.capture("Still waiting for an admission request.")["candidate_id"]
+        other = InProcessAgent(engine, bind(paths, workspace="workspace-2").binding).remember(KEPT_TEXT)
+    return Session(kept, other, forgotten, pending, rejected, withdrawn, in_review)
+
+
+@pytest.fixture
+def session(paths: HostPaths) -> Session:
+    return _populate(paths)
+
+
+def _verify(paths: HostPaths, *, full: bool = True) -> VerifyReport:
+    with engine_for(paths) as engine:
+        report = verify_store(engine.deps, full=full)
+    text = json.dumps(problems_json(report))
+    assert not any(word in text for word in WORDS), text  # ids and cursors only, never memory text
+    return report
+
+
+def _codes(report: VerifyReport) -> set[ErrorCode]:
+    return {problem.code for problem in report.problems}
+
+
+@pytest.fixture
+def db(paths: HostPaths) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(paths.sqlite_file, isolation_level=None)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def _rid(db: sqlite3.Connection, record_id: str) -> int:
+    return int(db.execute("SELECT rid FROM records WHERE record_id = ?", (record_id,)).fetchone()[0])
+
+
+# -- a healthy store ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("full", [True, False], ids=["full", "quick"])
+def test_verify_passes_a_store_that_went_through_every_lifecycle_path(
+    session: Session, paths: HostPaths, full: bool
+) -> None:
+    report = _verify(paths, full=full)
+    assert report.problems == []
+    assert report.ok and report.first is None
+    assert report.scopes == 2
+    assert report.events >= 12
+    assert report.bodies == 4  # kept, other, pending, in_review
+    assert report.opened == (4 if full else 0)
+    assert report.indexed == (2 if full else 0)
+    assert report.warnings == []
+
+
+def test_verify_passes_an_empty_store(paths: HostPaths) -> None:
+    report = _verify(paths)
+    assert report.ok and report.scopes == 0 and report.events == 0
+
+
+# -- the journal ----------------------------------------------------------------------------------
+
+
+def _event(paths: HostPaths, cursor: int) -> tuple[str, str]:
+    with closing(sqlite3.connect(paths.sqlite_file)) as db:
+        row = db.execute(
+            "SELECT event_id, prev_digest FROM journal WHERE tenant = ? AND workspace = ? AND cursor = ?",
+            (SCOPE.tenant, SCOPE.workspace, cursor),
+        ).fetchone()
+    return str(row[0]), str(row[1])
+
+
+def _flip_in_file(paths: HostPaths, needle: bytes, offset: int, replacements: bytes) -> None:
+    """Changes one byte of the database file inside the only occurrence of `needle` (all connections closed)."""
+    wal = paths.sqlite_file.with_name(paths.sqlite_file.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0, "the WAL must be checkpointed into the file first"
+    data = bytearray(paths.sqlite_file.read_bytes())
+    at = data.find(needle)
+    assert at >= 0 and data.find(needle, at + 1) < 0, "the needle must occur exactly once in the file"
+    data[at + offset] = next(byte for byte in replacements if byte != data[at + offset])
+    paths.sqlite_file.write_bytes(bytes(data))
+
+
+# Each flip lands inside the body of the journal row at cursor 3 (needle, offset in it, replacement bytes);
+# the append-only trigger forbids an UPDATE, so the bytes are changed in the file itself.
+FLIPS: dict[str, tuple[Callable[[str, str], bytes], int, bytes]] = {
+    "a letter of its event id": (lambda event_id, prev: f'"event_id":"{event_id}"'.encode(), 16, b"23"),
+    "a digit of its predecessor's digest": (lambda event_id, prev: f'"prev":"{prev}"'.encode(), 20, b"g"),
+    "a byte that is not UTF-8": (lambda event_id, prev: f'"event_id":"{event_id}"'.encode(), 18, b"\xff"),
+    "the quote that opens a key": (lambda event_id, prev: f'"event_id":"{event_id}"'.encode(), 0, b"{"),
+}
+
+
+@pytest.mark.parametrize("flip", sorted(FLIPS))
+@pytest.mark.parametrize("full", [True, False], ids=["full", "quick"])
+def test_verify_names_journal_corrupt_when_one_byte_of_a_journal_row_is_flipped(
+    session: Session, paths: HostPaths, flip: str, full: bool
+) -> None:
+    event_id, prev = _event(paths, 3)
+    needle, offset, replacements = FLIPS[flip]
+    _flip_in_file(paths, needle(event_id, prev), offset, replacements)
+    report = _verify(paths, full=full)
+    first = report.first
+    assert first is not None
+    assert first.code is ErrorCode.JOURNAL_CORRUPT
+    assert first.scope == SCOPE and first.subject == "cursor 3"
+    assert first.detail.startswith("the journal of tenant-a/workspace-1 fails at cursor 3 (")
+
+
+def test_verify_names_cursor_gap_when_a_journal_row_is_deleted(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute("DROP TRIGGER journal_is_append_only_delete")
+    db.execute("DELETE FROM journal WHERE tenant = ? AND workspace = ? AND cursor = 4", (SCOPE.tenant, SCOPE.workspace))
+    report = _verify(paths, full=False)
+    assert report.first is not None and report.first.code is ErrorCode.CURSOR_GAP
+    assert report.first.detail == "the journal of tenant-a/workspace-1 has a gap: cursor 5 follows cursor 3"
+    assert [p.scope for p in report.problems] == [SCOPE]  # the other scope is fine
+
+
+def test_verify_names_cursor_gap_when_the_last_journal_row_is_deleted(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute("DROP TRIGGER journal_is_append_only_delete")
+    db.execute(
+        "DELETE FROM journal WHERE tenant = ? AND workspace = ?"
+        " AND cursor = (SELECT max(cursor) FROM journal WHERE tenant = ? AND workspace = ?)",
+        (SCOPE.tenant, SCOPE.workspace, SCOPE.tenant, SCOPE.workspace),
+    )
+    report = _verify(paths, full=False)
+    assert report.first is not None and report.first.code is ErrorCode.CURSOR_GAP
+    assert report.first.subject == "head"
+
+
+def test_verify_names_journal_corrupt_when_the_head_row_disagrees(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute(
+        "UPDATE scopes SET head_digest = 'sha256:' || lower(hex(randomblob(32))) WHERE workspace = 'workspace-2'"
+    )
+    report = _verify(paths, full=False)
+    assert [(p.code, p.scope, p.subject) for p in report.problems] == [
+        (ErrorCode.JOURNAL_CORRUPT, Scope("tenant-a", "workspace-2"), "head")
+    ]
+
+
+def test_verify_names_journal_corrupt_when_a_record_state_is_edited(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute("UPDATE records SET state = 'historical' WHERE record_id = ?", (session.kept,))
+    quick = _verify(paths, full=False)
+    assert [(p.code, p.subject) for p in quick.problems] == [(ErrorCode.JOURNAL_CORRUPT, session.kept)]
+    assert quick.problems[0].detail == (
+        f"record {session.kept} is historical in the table of tenant-a/workspace-1 but accepted_current in its journal"
+    )
+    # The full check also sees that the index still holds a record that is no longer current.
+    full = _verify(paths, full=True)
+    assert (ErrorCode.PROJECTION_STALE, session.kept) in {(p.code, p.subject) for p in full.problems}
+
+
+def test_verify_names_journal_corrupt_when_a_review_flag_is_edited(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute("UPDATE candidates SET adjudication = 0 WHERE candidate_id = ?", (session.in_review,))
+    report = _verify(paths, full=False)
+    assert [(p.code, p.subject) for p in report.problems] == [(ErrorCode.JOURNAL_CORRUPT, session.in_review)]
+
+
+# -- bodies and keys ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("owner", ["kept", "pending"])
+def test_verify_names_blob_missing_when_a_live_body_is_deleted(
+    session: Session, paths: HostPaths, db: sqlite3.Connection, owner: str
+) -> None:
+    owner_id = getattr(session, owner)
+    db.execute("DELETE FROM sealed_bodies WHERE owner_id = ?", (owner_id,))
+    report = _verify(paths, full=False)
+    assert [(p.code, p.subject) for p in report.problems] == [(ErrorCode.BLOB_MISSING, owner_id)]
+    assert "is missing" in report.problems[0].detail
+
+
+def test_verify_names_a_body_left_for_an_ended_owner(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute(
+        "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext) VALUES (?, ?, ?, x'00', x'00')",
+        (session.forgotten, SCOPE.tenant, SCOPE.workspace),
+    )
+    report = _verify(paths, full=False)
+    assert [(p.code, p.subject) for p in report.problems] == [(ErrorCode.JOURNAL_CORRUPT, session.forgotten)]
+    assert report.problems[0].detail == (
+        f"a body is left for the tombstoned record {session.forgotten} in tenant-a/workspace-1"
+    )
+
+
+def test_verify_names_blob_missing_in_full_mode_when_a_data_key_is_destroyed(
+    session: Session, paths: HostPaths
+) -> None:
+    vault = SQLiteKeyVault(paths.vault_file)
+    try:
+        assert vault.destroy([session.kept], 1)
+    finally:
+        vault.close()
+    assert _verify(paths, full=False).ok  # the start-up check decrypts nothing
+    report = _verify(paths, full=True)
+    assert [(p.code, p.subject) for p in report.problems] == [(ErrorCode.BLOB_MISSING, session.kept)]
+    assert "missing from the vault" in report.problems[0].detail
+
+
+def test_verify_names_blob_missing_in_full_mode_when_a_body_does_not_open(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    ciphertext = bytearray(
+        db.execute("SELECT ciphertext FROM sealed_bodies WHERE owner_id = ?", (session.kept,)).fetchone()[0]
+    )
+    ciphertext[0] ^= 0x01
+    db.execute("UPDATE sealed_bodies SET ciphertext = ? WHERE owner_id = ?", (bytes(ciphertext), session.kept))
+    report = _verify(paths, full=True)
+    assert [(p.code, p.subject) for p in report.problems] == [(ErrorCode.BLOB_MISSING, session.kept)]
+    assert "does not open" in report.problems[0].detail
+
+
+def test_verify_warns_about_orphaned_data_keys_older_than_an_hour(session: Session, paths: HostPaths) -> None:
+    vault = SQLiteKeyVault(paths.vault_file)
+    try:
+        key = WrappedKey(kek_id="kek-test", wrapped=b"\x00" * 40)
+        vault.put(SCOPE, "cand_orphanedlongago", key, 0)
+        vault.put(SCOPE, "cand_orphanedjustnow", key, int(time.time() * 1000) - ORPHAN_KEY_AGE_MS // 2)
+    finally:
+        vault.close()
+    report = _verify(paths, full=True)
+    assert report.ok
+    assert report.warnings == ["1 orphaned data keys (older than an hour, no body in the store); they open nothing"]
+
+
+# -- the lexical index ----------------------------------------------------------------------------
+
+
+def test_verify_names_projection_stale_when_an_index_row_is_dropped(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute("DELETE FROM lexical_index WHERE rowid = ?", (_rid(db, session.kept),))
+    assert _verify(paths, full=False).ok  # the start-up check leaves the index to `verify`
+    report = _verify(paths, full=True)
+    assert _codes(report) == {ErrorCode.PROJECTION_STALE}
+    details = [p.detail for p in report.problems]
+    assert f"record {session.kept} in tenant-a/workspace-1 is not indexed" in details
+    assert any(detail.startswith("the index statistics of tenant-a/workspace-1 are off") for detail in details)
+    assert "the lexical index holds 1 rows for 2 accepted_current records" in details
+
+
+def test_verify_names_projection_stale_for_an_index_row_under_no_scope(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute("INSERT INTO lexical_index (rowid, scope, f_primary) VALUES (987654, 'snoscope', 'stray words')")
+    report = _verify(paths, full=True)
+    assert [(p.code, p.detail) for p in report.problems] == [
+        (ErrorCode.PROJECTION_STALE, "the lexical index holds 3 rows for 2 accepted_current records")
+    ]
+
+
+def test_verify_names_projection_stale_when_an_index_entry_differs_from_its_body(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    rid = _rid(db, session.kept)
+    row = db.execute(
+        "SELECT scope, f_primary, f_decision, f_evidence, f_context, f_citations FROM lexical_index WHERE rowid = ?",
+        (rid,),
+    ).fetchone()
+    db.execute("DELETE FROM lexical_index WHERE rowid = ?", (rid,))
+    swapped = (row[0], row[2], row[1], *row[3:])  # the primary text filed as the decision and back
+    db.execute(
+        "INSERT INTO lexical_index (rowid, scope, f_primary, f_decision, f_evidence, f_context, f_citations)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (rid, *swapped),
+    )
+    report = _verify(paths, full=True)
+    assert (ErrorCode.PROJECTION_STALE, session.kept) in {(p.code, p.subject) for p in report.problems}
+    assert any("does not match its body" in p.detail for p in report.problems)
+
+
+def test_verify_names_projection_stale_when_the_index_fails_its_own_check(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute("DELETE FROM lexical_index_docsize WHERE id = ?", (_rid(db, session.kept),))
+    report = _verify(paths, full=True)
+    assert (ErrorCode.PROJECTION_STALE, "the full-text index fails its own integrity check") in {
+        (p.code, p.detail) for p in report.problems
+    }
+
+
+# -- a damaged file -------------------------------------------------------------------------------
+
+
+def test_verify_reports_a_malformed_journal_page_instead_of_raising(session: Session, paths: HostPaths) -> None:
+    with closing(sqlite3.connect(paths.sqlite_file)) as db:
+        page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
+        root = int(db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'journal'").fetchone()[0])
+    data = bytearray(paths.sqlite_file.read_bytes())
+    start = (root - 1) * page_size
+    data[start : start + 12] = b"\xff" * 12  # the b-tree page header: its type byte is now invalid
+    paths.sqlite_file.write_bytes(bytes(data))
+    report = _verify(paths, full=False)
+    first = report.first
+    assert first is not None and first.code is ErrorCode.JOURNAL_CORRUPT
+    assert first.detail.endswith("cannot be read (the database disk image is malformed)")
+
+
+def test_verify_reports_a_body_of_the_wrong_type_instead_of_raising(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    db.execute("UPDATE sealed_bodies SET ciphertext = 'now text, not bytes' WHERE owner_id = ?", (session.kept,))
+    report = _verify(paths, full=True)
+    assert [(p.code, p.detail) for p in report.problems] == [
+        (ErrorCode.BLOB_MISSING, "the sealed bodies of tenant-a/workspace-1 cannot be checked (TypeError)")
+    ]
+
+
+def test_verify_lists_twenty_problems_of_a_kind_then_counts_the_rest(
+    session: Session, paths: HostPaths, db: sqlite3.Connection
+) -> None:
+    for number in range(25):
+        db.execute(
+            "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext) VALUES (?, ?, ?, x'00', x'00')",
+            (f"cand_stray{number:02d}", SCOPE.tenant, SCOPE.workspace),
+        )
+    report = _verify(paths, full=False)
+    assert [p.subject for p in report.problems] == [f"cand_stray{n:02d}" for n in range(20)] + ["leftover"]
+    assert report.problems[-1].line == (
+        "JOURNAL_CORRUPT: 5 more problems of the same kind (leftover) in tenant-a/workspace-1"
+    )
