@@ -9,7 +9,7 @@ import pytest
 
 from engram_memory.contract.errors import ProtocolFault
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports_operations import RevocationRow
+from engram_memory.engine.ports import RevocationRow
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock
 from tests.support.homes import bind
@@ -18,8 +18,9 @@ from tests.support.payloads import PURPOSE, capture_args
 
 
 def _revoke(engine: Engine, token_id: str) -> RevocationRow:
-    with engine.deps.store.write() as tx:
-        return tx.revoke(RevocationRow(token_id=token_id, revoked_at_ms=engine.deps.clock.now_ms(), revoked_by="h"))
+    return engine.deps.vault.revoke(
+        RevocationRow(token_id=token_id, revoked_at_ms=engine.deps.clock.now_ms(), revoked_by="h")
+    )
 
 
 def test_revoked_binding_answers_authorization_revoked_on_every_tool(

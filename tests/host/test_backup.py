@@ -20,7 +20,7 @@ from engram_memory.contract.canonical import canonical_json, digest
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine import journal
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import Scope, SealedBody
+from engram_memory.engine.ports import RevocationRow, Scope, SealedBody
 from engram_memory.engine.sealing import open_sealed
 from engram_memory.host.archive import CHUNK_BYTES, TAG_BYTES, open_archive, seal_archive
 from engram_memory.host.backup import JOURNAL_ROOT_DOMAIN
@@ -418,3 +418,22 @@ def test_authentic_archive_with_a_changed_journal_event_is_restore_refused(backe
         " nothing was written"
     )
     assert not paths.store_dir.exists()
+
+
+def test_revocation_survives_restoring_an_older_backup(tmp_path: Path) -> None:
+    """Revocations live beside the keys: a store restored from before a revocation does not undo it."""
+    paths = make_home(tmp_path / "home")
+    issued = bind(paths)
+    with engine_for(paths) as engine:
+        InProcessAgent(engine, issued.binding).remember("Kept across the restore.")
+    archive = tmp_path / "before-revocation.engram-backup"
+    assert cli("backup", archive, "--home", paths.home).code == 0
+    with engine_for(paths) as engine:
+        engine.deps.vault.revoke(RevocationRow(issued.binding.token_id, 1, "host:test"))
+    shutil.rmtree(paths.store_dir)
+    assert cli("restore", archive, "--home", paths.home).code == 0
+    with engine_for(paths) as engine:
+        envelope = engine.handle(
+            issued.binding, "engram_memory_search", {"query": "kept", "purpose_ref": issued.binding.purpose_ref}
+        )
+    assert envelope["error"]["code"] == "AUTHORIZATION_REVOKED"

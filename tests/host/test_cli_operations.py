@@ -372,7 +372,7 @@ def test_revoke_json_records_who_and_when_and_is_idempotent(tmp_path: Path) -> N
     assert again == {**first, "already_revoked": True}
     said = _ok(cli("revoke", token_id, "--home", paths.home))
     assert said == f"{token_id} was already revoked at {first['revoked_at']} by {current_user()}\n"
-    with closing(sqlite3.connect(paths.sqlite_file)) as db:
+    with closing(sqlite3.connect(paths.vault_file)) as db:
         assert db.execute("SELECT count(*) FROM revocations").fetchone() == (1,)
 
 
@@ -388,5 +388,5 @@ def test_revoke_refuses_an_id_of_another_shape_in_one_line(tmp_path: Path, token
     paths = make_home(tmp_path / "home")
     line = assert_one_line_failure(cli("revoke", token_id, "--home", paths.home))
     assert line == ERROR + "a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bind --json`)"
-    with closing(sqlite3.connect(paths.sqlite_file)) as db:
+    with closing(sqlite3.connect(paths.vault_file)) as db:
         assert db.execute("SELECT count(*) FROM revocations").fetchone() == (0,)

@@ -24,6 +24,7 @@ from engram_memory.engine.rows import (
     IndexStats,
     JournalEvent,
     RecordRow,
+    RevocationRow,
     Scope,
     ScopeHead,
     SealedBody,
@@ -44,6 +45,7 @@ __all__ = [
     "KeyRing",
     "KeyVault",
     "RecordRow",
+    "RevocationRow",
     "Scope",
     "ScopeHead",
     "SealedBody",
@@ -143,7 +145,9 @@ class Store(Protocol):
 
 
 class KeyVault(Protocol):
-    """Where data keys live: outside the store and its backups, so destroying one is final.
+    """Where data keys and binding revocations live: outside the store and its backups.
+
+    Destroying a key here is final, and a revocation here survives any restore of the store.
 
     Every method commits on its own: a key is put before the store commits the body it opens, and
     destroyed after the store commits the change that ends the body, so a crash in between leaves
@@ -157,6 +161,12 @@ class KeyVault(Protocol):
         ...
 
     def shredded(self, owner_ids: Sequence[str]) -> set[str]: ...
+    def revoke(self, row: RevocationRow) -> RevocationRow:
+        """Idempotent: the revocation now on file (the first one, when the token was already revoked)."""
+        ...
+
+    def is_revoked(self, token_id: str) -> bool: ...
+    def revocation_count(self) -> int: ...
     def owners_created_before(self, at_ms: int) -> list[str]: ...
     def close(self) -> None: ...
 

@@ -54,15 +54,8 @@ class StateCount:
     adjudication: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class RevocationRow:
-    token_id: str
-    revoked_at_ms: int
-    revoked_by: str
-
-
 class OperationsTx(Protocol):
-    """Host-path methods; agent calls never use them (except `is_revoked`, on every call)."""
+    """Host-path methods; agent calls never use them."""
 
     # verification: what each scope holds, read raw
     def scope_names(self) -> list[tuple[bytes, bytes]]:
@@ -89,11 +82,3 @@ class OperationsTx(Protocol):
 
     # audit log
     def audit_rows(self, since_ms: int | None, until_ms: int | None) -> Iterator[AuditRow]: ...
-
-    # revocations
-    def revoke(self, row: RevocationRow) -> RevocationRow:
-        """Idempotent: the revocation now on file (the first one, when the token was already revoked)."""
-        ...
-
-    def is_revoked(self, token_id: str) -> bool: ...
-    def revocation_count(self) -> int: ...

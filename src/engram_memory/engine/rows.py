@@ -165,3 +165,12 @@ class IndexedDoc:
 class IndexStats:
     doc_count: int
     field_token_totals: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RevocationRow:
+    """A binding the host cut off before it expired."""
+
+    token_id: str
+    revoked_at_ms: int
+    revoked_by: str

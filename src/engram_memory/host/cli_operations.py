@@ -23,8 +23,7 @@ from rich.table import Table
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant, parse_instant
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import AuditRow
-from engram_memory.engine.ports_operations import RevocationRow
+from engram_memory.engine.ports import AuditRow, RevocationRow
 from engram_memory.engine.verify import VerifyReport, problems_json, verify_store
 from engram_memory.host.cli_common import HomeOption, JsonOption, err, fail, opened_engine, out, say
 from engram_memory.host.compose import current_user
@@ -257,9 +256,8 @@ def revoke(
         fail("a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bind --json`)")
     with opened_engine(home) as (engine, _), _store_faults():
         wanted = RevocationRow(token_id=token_id, revoked_at_ms=engine.deps.clock.now_ms(), revoked_by=current_user())
-        with engine.deps.store.write() as tx:
-            already = tx.is_revoked(token_id)
-            stored = tx.revoke(wanted)
+        already = engine.deps.vault.is_revoked(token_id)
+        stored = engine.deps.vault.revoke(wanted)
     if as_json:
         payload = {
             "token_id": stored.token_id,

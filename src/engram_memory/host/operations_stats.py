@@ -104,7 +104,7 @@ def gather_stats(engine: Engine, paths: HostPaths) -> StoreStats:
         record_counts = tx.record_state_counts()
         events = tx.journal_event_counts()
         indexed = tx.indexed_counts()
-        revoked = tx.revocation_count()
+    revoked = engine.deps.vault.revocation_count()
     scopes: dict[Scope, ScopeStats] = {}
 
     def of(scope: Scope) -> ScopeStats:

@@ -16,7 +16,6 @@ from engram_memory.engine.ports_operations import (
     CandidateStateRow,
     IndexEntry,
     RawJournalRow,
-    RevocationRow,
     StateCount,
 )
 from engram_memory.engine.ranking import FIELDS
@@ -154,26 +153,6 @@ class OperationsQueries:
         )
         for row in rows:
             yield AuditRow(*row)
-
-    # -- revocations -----------------------------------------------------------------------
-    # Bindings are the host's, not a scope's: a token id names one binding across the store.
-    def revoke(self, row: RevocationRow) -> RevocationRow:
-        self._db.execute(
-            "INSERT INTO revocations (token_id, revoked_at_ms, revoked_by) VALUES (?, ?, ?)"
-            " ON CONFLICT (token_id) DO NOTHING",
-            (row.token_id, row.revoked_at_ms, row.revoked_by),
-        )
-        stored = self._db.execute(
-            "SELECT token_id, revoked_at_ms, revoked_by FROM revocations WHERE token_id = ?", (row.token_id,)
-        ).fetchone()
-        return RevocationRow(token_id=stored[0], revoked_at_ms=stored[1], revoked_by=stored[2])
-
-    def is_revoked(self, token_id: str) -> bool:
-        row = self._db.execute("SELECT 1 FROM revocations WHERE token_id = ?", (token_id,)).fetchone()
-        return row is not None
-
-    def revocation_count(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM revocations").fetchone()[0])
 
 
 def _raw(value: bytes | None) -> bytes | None:

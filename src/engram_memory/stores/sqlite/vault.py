@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.ports import Scope, WrappedKey
+from engram_memory.engine.ports import RevocationRow, Scope, WrappedKey
 from engram_memory.stores.sqlite.migrate import migrate
 
 logger = logging.getLogger(__name__)
@@ -189,6 +189,34 @@ class SQLiteKeyVault:
             except sqlite3.Error:
                 return False
         return row is not None and row[0] == 0
+
+    def revoke(self, row: RevocationRow) -> RevocationRow:
+        with self._lock:
+            try:
+                self._db.execute(
+                    "INSERT INTO revocations (token_id, revoked_at_ms, revoked_by) VALUES (?, ?, ?)"
+                    " ON CONFLICT (token_id) DO NOTHING",
+                    (row.token_id, row.revoked_at_ms, row.revoked_by),
+                )
+                stored = self._db.execute(
+                    "SELECT token_id, revoked_at_ms, revoked_by FROM revocations WHERE token_id = ?",
+                    (row.token_id,),
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        return RevocationRow(token_id=stored[0], revoked_at_ms=stored[1], revoked_by=stored[2])
+
+    def is_revoked(self, token_id: str) -> bool:
+        with self._lock:
+            try:
+                row = self._db.execute("SELECT 1 FROM revocations WHERE token_id = ?", (token_id,)).fetchone()
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        return row is not None
+
+    def revocation_count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM revocations").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:

@@ -1,12 +1,5 @@
 -- engram-memory embedded store, schema 2: what the host's operations need.
 
--- Bindings the host revoked before they expired (AUTHORIZATION_REVOKED).
-CREATE TABLE revocations (
-    token_id        TEXT    PRIMARY KEY,
-    revoked_at_ms   INTEGER NOT NULL,
-    revoked_by      TEXT    NOT NULL
-);
-
 -- The trust class the host's binding gave the capturing agent (asserted, earned, signed).
 ALTER TABLE candidates ADD COLUMN trust_class TEXT NOT NULL DEFAULT 'asserted';
 ALTER TABLE records ADD COLUMN trust_class TEXT NOT NULL DEFAULT 'asserted';
@@ -19,3 +12,6 @@ ALTER TABLE records ADD COLUMN superseded_by TEXT;
 
 CREATE INDEX records_by_expiry ON records (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
 CREATE INDEX candidates_for_review ON candidates (adjudication, captured_at_ms);
+
+-- A human's review decision rewrites the agent's earlier admission answers for that candidate.
+CREATE INDEX idempotency_by_target ON idempotency (tenant, workspace, tool, target);
