@@ -26,7 +26,7 @@ from engram_memory.host.bindings import BindingError, issue_binding, parse_durat
 from engram_memory.host.cli_common import HomeOption, JsonOption, err, fail, one_line, out
 from engram_memory.host.compose import HomeError, current_user, init_home, open_engine, verify_token
 from engram_memory.host.keyfiles import KeyFileError, load_signing_key
-from engram_memory.host.settings import binding_from_environment, resolve_home
+from engram_memory.host.settings import HOUSEKEEPING_INTERVAL_S, binding_from_environment, resolve_home
 
 app = typer.Typer(
     name="engram-memory",
@@ -137,6 +137,9 @@ def bind(
 @app.command()
 def serve(
     binding: Annotated[str | None, typer.Option("--binding", help="The binding token (else ENGRAM_BINDING).")] = None,
+    housekeeping_every: Annotated[
+        float, typer.Option("--housekeeping-every", min=1.0, help="Seconds between expiry and key sweeps.")
+    ] = HOUSEKEEPING_INTERVAL_S,
     home: HomeOption = None,
 ) -> None:
     """Serve MCP over stdio. Without a valid binding the server runs with no memory tools."""
@@ -144,8 +147,8 @@ def serve(
     log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
     from engram_memory.engine.verify import verify_store
+    from engram_memory.host.serving import serve_with_housekeeping
     from engram_memory.mcp.server import build_server
-    from engram_memory.mcp.stdio import serve_stdio
 
     try:
         with open_engine(paths) as engine:
@@ -158,7 +161,7 @@ def serve(
                 log.warning(reason)
             else:
                 log.info("serving over stdio; binding %s verified", verified.token_id if verified else "-")
-            anyio.run(serve_stdio, build_server(engine, lambda _ctx: verified))
+            anyio.run(serve_with_housekeeping, build_server(engine, lambda _ctx: verified), engine, housekeeping_every)
     except (HomeError, KeyFileError) as exc:
         fail(str(exc))
     except ContractError as exc:

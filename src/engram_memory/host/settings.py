@@ -13,6 +13,7 @@ from pathlib import Path
 HOME_ENV = "ENGRAM_HOME"
 BINDING_ENV = "ENGRAM_BINDING"
 DEFAULT_HOME = Path("~/.local/share/engram-memory")
+HOUSEKEEPING_INTERVAL_S = 60.0  # serve: seconds between automatic expiry and key sweeps
 
 
 @dataclass(frozen=True, slots=True)
