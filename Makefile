@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(BIN)/engram-memory demo
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check src tests
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
 unit: $(STAMP)
@@ -26,8 +26,8 @@ unit: $(STAMP)
 test: lint unit
 
 format: $(STAMP)
-	$(BIN)/ruff format src tests
-	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.main import get_command
 
 from engram_memory.contract.errors import ErrorCode
 from engram_memory.contract.tools import ALL_TOOLS
-from engram_memory.host.cli import app, confirmations_app
+from engram_memory.host.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,9 +30,19 @@ def test_every_error_code_is_documented(code: str) -> None:
 
 
 def _commands() -> list[str]:
-    names = [command.name or command.callback.__name__ for command in app.registered_commands if command.callback]
-    names += [f"confirmations {command.name}" for command in confirmations_app.registered_commands]
-    return names
+    """Every leaf command of the real CLI, groups included ("records rewind", "audit export")."""
+    found: list[str] = []
+
+    def walk(command: object, prefix: list[str]) -> None:
+        children = getattr(command, "commands", None)
+        if not children:
+            found.append(" ".join(prefix))
+            return
+        for name, child in sorted(children.items()):
+            walk(child, [*prefix, name])
+
+    walk(get_command(app), [])
+    return found
 
 
 @pytest.mark.parametrize("command", _commands())
