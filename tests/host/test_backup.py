@@ -140,6 +140,8 @@ def test_restore_after_wipe_gives_the_same_search_ids_and_every_body_opens(backe
     result = _restore(paths, archive)
     assert result["records"] == len(ids) and result["indexed"] == len(ids)
     assert result["tombstoned"] == [] and result["withdrawn"] == []
+    verified = cli("verify", "--json", "--home", paths.home)
+    assert verified.code == 0 and json.loads(verified.stdout)["ok"] is True, verified.stdout
     with engine_for(paths) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
         assert _searches(agent) == found
