@@ -17,6 +17,7 @@ from engram_memory.contract.states import CandidateState, Operation, RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.admission import CandidateFacts, Decision, Verdict, decide
+from engram_memory.engine.bodies import read_body
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.gate import GateRequest, check_gate, consume
@@ -26,7 +27,7 @@ from engram_memory.engine.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
 from engram_memory.engine.ports import CandidateRow, JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.projection import index_fields
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
-from engram_memory.engine.sealing import open_sealed, seal
+from engram_memory.engine.sealing import seal
 
 # verdict -> (journal event, candidate state, waiting for a human)
 _EFFECTS = {
@@ -166,10 +167,7 @@ def create_record(deps: Deps, tx: StoreTx, candidate: CandidateRow, record_id: s
     Shared by the admission policy and the host's review queue. Raises ContractError BLOB_MISSING.
     """
     scope = candidate.scope
-    sealed = tx.get_body(scope, candidate.candidate_id)
-    if sealed is None:
-        raise ContractError(ErrorCode.BLOB_MISSING)
-    plaintext = open_sealed(deps.keyring, deps.vault, scope, candidate.candidate_id, "candidate", sealed)
+    plaintext = read_body(deps, tx, scope, candidate.candidate_id, "candidate")
     payload = json.loads(plaintext)["payload"]
     expires_at = payload["retention"].get("expires_at")
     tx.insert_record(

@@ -7,7 +7,6 @@ the host, so folding the journal still gives the tables and page cursors go stal
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,13 +16,13 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.states import RECORD_TRANSITIONS, Operation, RecordState, record_transition
 from engram_memory.engine import journal
+from engram_memory.engine.bodies import read_payload
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.erasure import coverage_of, destroy_record_key, erase_record
 from engram_memory.engine.mutation import append_event_as, host_actor
 from engram_memory.engine.ports import JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.ports_maintenance import RecordFilter
 from engram_memory.engine.projection import index_fields
-from engram_memory.engine.sealing import open_sealed
 
 AUTO_EXPIRY_ACTOR = "host:auto-expiry"
 REASON_REF_MAX_BYTES = 512
@@ -324,11 +323,8 @@ def _move(
 
 def _reindex(deps: Deps, tx: StoreTx, record: RecordRow) -> None:
     """Raises ContractError BLOB_MISSING when the body or its data key is gone: never an empty entry."""
-    sealed = tx.get_body(record.scope, record.record_id)
-    if sealed is None:
-        raise ContractError(ErrorCode.BLOB_MISSING)
-    plaintext = open_sealed(deps.keyring, deps.vault, record.scope, record.record_id, "record", sealed)
-    tx.index_record(record.scope, record.record_id, index_fields(json.loads(plaintext)["payload"]))
+    payload = read_payload(deps, tx, record.scope, record.record_id, "record")
+    tx.index_record(record.scope, record.record_id, index_fields(payload))
 
 
 def _journal(

@@ -6,7 +6,6 @@ as-of), so page two recomputes page one's order exactly; a cursor from any other
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ from engram_memory.contract.instants import format_instant
 from engram_memory.contract.states import RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
+from engram_memory.engine.bodies import read_payload
 from engram_memory.engine.calls import Call
 from engram_memory.engine.cursors import mint_cursor, open_cursor
 from engram_memory.engine.deps import Deps
@@ -34,7 +34,6 @@ from engram_memory.engine.ports import RecordRow, StoreTx
 from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest
 from engram_memory.engine.ranking import FIELDS, FORMULA_REF, CorpusStats, Document, Scored, rank
 from engram_memory.engine.receipts import authorization_receipt_digest
-from engram_memory.engine.sealing import open_sealed
 from engram_memory.engine.text import query_terms
 
 PROFILE = "lexical-bm25f"
@@ -54,19 +53,12 @@ def eligible(record: RecordRow, valid_at_ms: int) -> bool:
     )
 
 
-def _payload(deps: Deps, tx: StoreTx, record: RecordRow) -> dict[str, Any]:
-    sealed = tx.get_body(record.scope, record.record_id)
-    if sealed is None:
-        raise ContractError(ErrorCode.BLOB_MISSING)
-    plaintext = open_sealed(deps.keyring, deps.vault, record.scope, record.record_id, "record", sealed)
-    payload: dict[str, Any] = json.loads(plaintext)["payload"]
-    return payload
-
-
 def _redacted_view(
     deps: Deps, tx: StoreTx, record: RecordRow, policy: AdmissionPolicy
 ) -> tuple[dict[str, Any], list[str], str]:
-    view, removed = redact(record_view(record, _payload(deps, tx, record)), policy.redact_fields)
+    view, removed = redact(
+        record_view(record, read_payload(deps, tx, record.scope, record.record_id, "record")), policy.redact_fields
+    )
     return (
         view,
         removed,

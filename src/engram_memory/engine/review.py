@@ -19,11 +19,11 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.admission import Decision, Verdict, rejection_reasons
 from engram_memory.engine.admit import candidate_facts, create_record
+from engram_memory.engine.bodies import read_body
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import append_event_as, host_actor
 from engram_memory.engine.ports import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
-from engram_memory.engine.sealing import open_sealed
 from engram_memory.engine.secrets import CATEGORIES, SecretFinding, scan_value
 
 HOST_REVIEW = "host_review"
@@ -84,10 +84,7 @@ def show_candidate(deps: Deps, candidate_id: str) -> CandidateView:
         candidate = _find(tx, candidate_id)
         if candidate.state != CandidateState.PENDING.value:
             raise ReviewError(f"candidate {candidate_id} is {candidate.state}: its body is gone, nothing to show")
-        sealed = tx.get_body(candidate.scope, candidate_id)
-    if sealed is None:
-        raise ContractError(ErrorCode.BLOB_MISSING)
-    body = json.loads(open_sealed(deps.keyring, deps.vault, candidate.scope, candidate_id, "candidate", sealed))
+        body = json.loads(read_body(deps, tx, candidate.scope, candidate_id, "candidate"))
     findings = scan_value(body, categories=_ALL_CATEGORIES)
     return CandidateView(candidate, body["payload"], body["evidence"], tuple(findings))
 
