@@ -194,6 +194,10 @@ def run(records: int, folder: Path) -> list[tuple[str, str, str]]:
     rotate_s, rotated = timed_cli("rotate-keys", "--home", paths.home)
     if rotated["rewrapped"] != records or searches(paths, binding) != before:
         raise SystemExit("rotation did not re-wrap every key, or the searches changed")
+    quick_s, quick = timed_cli("verify", "--quick", "--home", paths.home)
+    full_s, full = timed_cli("verify", "--home", paths.home)
+    if not (quick["ok"] and full["ok"]):
+        raise SystemExit("the rotated home does not verify")
 
     return [
         ("build the home (capture + admit, in-process)", f"{build_s:.1f} s", f"{records} records"),
@@ -214,6 +218,8 @@ def run(records: int, folder: Path) -> list[tuple[str, str, str]]:
             f"{rotate_s:.2f} s",
             f"{rotated['rewrapped']} data keys re-wrapped, batch 500 (in-command {rotated['seconds']:.2f} s)",
         ),
+        ("`engram-memory verify --quick` (serve's start-up check)", f"{quick_s:.2f} s", "chains, heads, replay"),
+        ("`engram-memory verify`", f"{full_s:.2f} s", "also opens every body and checks the index"),
     ]
 
 
