@@ -176,10 +176,10 @@ def test_init_json_lists_created_files_then_nothing(tmp_path: Path) -> None:
     assert second == {"home": str(home), "store": "sqlite", "created": []}
 
 
-def test_init_refuses_postgresql_store_when_home_is_new(tmp_path: Path) -> None:
+def test_init_refuses_an_unreachable_postgresql_store_when_home_is_new(tmp_path: Path) -> None:
     home = tmp_path / "home"
     line = assert_one_line_failure(cli("init", "--store", "postgresql://x", "--home", home))
-    assert line == ERROR + "only the embedded store ('sqlite') is available in this version"
+    assert line.startswith(ERROR + "the PostgreSQL server could not be reached as the owner")
     assert not home.exists()
 
 
@@ -275,7 +275,7 @@ def _config_not_utf8(paths: HostPaths) -> None:
 
 
 def _config_other_store(paths: HostPaths) -> None:
-    paths.config.write_text('store = "postgresql://db/engram"\n', encoding="utf-8")
+    paths.config.write_text('store = "mysql://db/engram"\n', encoding="utf-8")
 
 
 def _config_not_toml(paths: HostPaths) -> None:

@@ -15,10 +15,13 @@ from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import operation_digest
-from engram_memory.engine.ports import IdempotencyRow, JournalEvent, Scope, ScopeHead, StoreTx
+from engram_memory.engine.ports import IdempotencyRow, JournalEvent, Scope, ScopeHead, StoreTx, TransientConflict
 
 Body = Callable[[StoreTx, str], dict[str, Any] | None]
 AfterCommit = Callable[[dict[str, Any]], dict[str, Any]]
+
+# How many times a body runs when the store keeps rolling it back for concurrent transactions.
+MAX_ATTEMPTS = 3
 
 
 def run_mutation(
@@ -34,10 +37,14 @@ def run_mutation(
 
     `after_commit` runs on fresh results and on replays alike: work that must follow the commit
     (destroying data keys, erasing pages) may have been cut short the first time.
+
+    A transaction the store rolled back for a concurrent one (TransientConflict) wrote nothing, so
+    the body runs again in a new transaction, up to MAX_ATTEMPTS times; then STORE_UNAVAILABLE. A
+    rolled-back attempt may leave a data key it sealed for nothing: an orphan that opens nothing
+    (verify counts such keys).
     """
     op_digest = operation_digest(tool, arguments)
-    with deps.store.write() as tx:
-        result = body(tx, op_digest)
+    result = _run_body(deps, body, op_digest)
     if result is None:
         raise ContractError(ErrorCode.GATE_FAILED)
     if after_commit is not None:
@@ -45,6 +52,16 @@ def run_mutation(
     if erase_after:
         deps.store.erase_physically()
     return result
+
+
+def _run_body(deps: Deps, body: Body, op_digest: str) -> dict[str, Any] | None:
+    for _attempt in range(MAX_ATTEMPTS):
+        try:
+            with deps.store.write() as tx:
+                return body(tx, op_digest)
+        except TransientConflict:
+            continue
+    raise ContractError(ErrorCode.STORE_UNAVAILABLE)
 
 
 def remember_response(

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.ports_maintenance import MaintenanceTx
 from engram_memory.engine.ports_operations import OperationsTx
 from engram_memory.engine.ports_review import ReviewTx
@@ -51,8 +52,21 @@ __all__ = [
     "SealedBody",
     "Store",
     "StoreTx",
+    "TransientConflict",
     "WrappedKey",
 ]
+
+
+class TransientConflict(ContractError):
+    """The store rolled a transaction back only because a concurrent one conflicted with it.
+
+    PostgreSQL reports these as serialization failures and deadlocks (SQLSTATE 40001, 40P01). Nothing
+    was written, so the same body may simply run again (engine/mutation.py does, a bounded number of
+    times); a caller that does not retry sees what it is: STORE_UNAVAILABLE, retriable.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(ErrorCode.STORE_UNAVAILABLE)
 
 
 class CoreTx(Protocol):
@@ -127,7 +141,8 @@ class StoreTx(CoreTx, ReviewTx, MaintenanceTx, OperationsTx, Protocol):
 class Store(Protocol):
     def write(self) -> AbstractContextManager[StoreTx]:
         """A serialised write transaction; ContractError STORE_UNAVAILABLE before commit,
-        MUTATION_OUTCOME_UNKNOWN when the commit itself fails."""
+        MUTATION_OUTCOME_UNKNOWN when the commit itself fails, TransientConflict when the store
+        rolled it back for a concurrent transaction (the body may run again)."""
         ...
 
     def read(self) -> AbstractContextManager[StoreTx]:

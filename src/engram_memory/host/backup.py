@@ -1,8 +1,11 @@
 """Encrypted, self-verifying backups of the store (SPEC §12): a manifest of roots and counts, and the snapshot.
 
-The archive holds the store and never the keys: data keys stay in keys/vault.db, so a body whose key
+The archive holds the store and never the keys: data keys stay in the key vault, so a body whose key
 a forget destroys later can never be opened from any backup. The full-text index is stripped from
 the copy (its tokens are plaintext no key covers); a restore rebuilds it from the bodies.
+
+A PostgreSQL store is copied, in one consistent snapshot, into the same SQLite snapshot an embedded
+store's backup holds: one archive format for both stores, and either store restores either's archive.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from engram_memory.contract.canonical import canonical_json, digest
 from engram_memory.contract.errors import ContractError, ErrorCode
@@ -20,12 +23,17 @@ from engram_memory.engine import journal
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.ports import Clock, Scope, ScopeHead
 from engram_memory.host.archive import seal_archive, write_archive
-from engram_memory.host.compose import HomeError, configured_store
+from engram_memory.host.compose import (
+    POSTGRES_STORE,
+    HomeError,
+    configured_store,
+    open_postgres_store,
+    open_vault,
+)
 from engram_memory.host.keyfiles import backup_key
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.snapshot import SnapshotQueries
-from engram_memory.stores.sqlite.store import SQLiteStore
-from engram_memory.stores.sqlite.vault import SQLiteKeyVault
+from engram_memory.stores.sqlite.store import IN_MEMORY, SQLiteStore
 
 MANIFEST_FORMAT = "engram-memory/backup-manifest"
 MANIFEST_VERSION = 1
@@ -46,7 +54,16 @@ class BackupReport:
     manifest: dict[str, Any]
 
 
-def store_facts(queries: SnapshotQueries) -> dict[str, Any]:
+class FactSource(Protocol):
+    """What a manifest's facts are read from: an embedded store's snapshot, or a PostgreSQL store being filled."""
+
+    def schema_ledger(self) -> list[tuple[int, str, str]]: ...
+    def scope_heads(self) -> list[tuple[Scope, ScopeHead]]: ...
+    def record_digests(self) -> list[tuple[str, str, str]]: ...
+    def table_counts(self) -> dict[str, int]: ...
+
+
+def store_facts(queries: FactSource) -> dict[str, Any]:
     """What a manifest states about a store: schema ledger, journal heads and root, record root, counts."""
     heads = [
         {"tenant": scope.tenant, "workspace": scope.workspace, "cursor": head.cursor, "head_digest": head.digest}
@@ -89,21 +106,16 @@ def backup_home(paths: HostPaths, target: Path, *, clock: Clock | None = None) -
     Raises BackupRefused (JOURNAL_CORRUPT, CURSOR_GAP, an existing target), HomeError, KeyFileError,
     ContractError STORE_UNAVAILABLE, OSError.
     """
-    configured_store(paths)
-    if not paths.sqlite_file.exists():
+    kind = configured_store(paths)
+    if kind != POSTGRES_STORE and not paths.sqlite_file.exists():
         raise HomeError(f"no store in {paths.home}: run 'engram-memory init' first")
-    if not paths.vault_file.exists():
-        raise HomeError(f"no key vault in {paths.keys_dir}: restore keys/vault.db from your key backup")
+    kek_ids = _kek_ids(paths)
     if target.exists() or target.is_symlink():
         raise BackupRefused(f"{target} already exists: a backup never overwrites a file, choose a new name")
     if not target.parent.is_dir():
         raise BackupRefused(f"{target.parent} is not a folder")
     now_ms = (clock or SystemClock()).now_ms()
-    store = SQLiteStore(paths.sqlite_file)
-    try:
-        copy = store.copy_in_memory()
-    finally:
-        store.close()
+    copy = _postgres_copy(paths) if kind == POSTGRES_STORE else _sqlite_copy(paths)
     try:
         with copy.inspect() as queries:
             try:
@@ -122,9 +134,9 @@ def backup_home(paths: HostPaths, target: Path, *, clock: Clock | None = None) -
         "format": MANIFEST_FORMAT,
         "format_version": MANIFEST_VERSION,
         "created_at": format_instant(now_ms),
-        "store": "sqlite",
+        "store": kind,
         **facts,
-        "kek_ids": sorted(_kek_ids(paths)),
+        "kek_ids": sorted(kek_ids),
         "snapshot": {"sha256": "sha256:" + hashlib.sha256(snapshot).hexdigest(), "bytes": len(snapshot)},
     }
     archive = seal_archive(canonical_json(manifest), snapshot, lambda salt: backup_key(paths, salt))
@@ -133,11 +145,38 @@ def backup_home(paths: HostPaths, target: Path, *, clock: Clock | None = None) -
 
 
 def _kek_ids(paths: HostPaths) -> list[str]:
-    vault = SQLiteKeyVault(paths.vault_file)
+    vault = open_vault(paths)
     try:
         return list(vault.kek_ids())
     finally:
         vault.close()
+
+
+def _sqlite_copy(paths: HostPaths) -> SQLiteStore:
+    store = SQLiteStore(paths.sqlite_file)
+    try:
+        return store.copy_in_memory()
+    finally:
+        store.close()
+
+
+def _postgres_copy(paths: HostPaths) -> SQLiteStore:
+    """The PostgreSQL store's tables, read in one snapshot, in an embedded store in memory (same schema version)."""
+    from engram_memory.stores.postgres.snapshot import ARCHIVED_TABLES
+
+    store = open_postgres_store(paths)
+    copy = SQLiteStore(IN_MEMORY)
+    try:
+        with store.snapshot() as source, copy.fill() as target:
+            for table in ARCHIVED_TABLES:
+                columns = target.columns(table)
+                target.insert_rows(table, columns, source.rows(table, columns))
+    except BaseException:
+        copy.close()
+        raise
+    finally:
+        store.close()
+    return copy
 
 
 def parse_manifest(raw: bytes) -> dict[str, Any]:

@@ -43,23 +43,42 @@ for module in (cli_review, cli_records, cli_operations, cli_keys):
 
 @app.command()
 def init(
-    store: Annotated[str | None, typer.Option("--store", help="'sqlite' (default, embedded).")] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store", help="'sqlite' (default, embedded) or postgresql://OWNER@HOST/DB (no password in the URL)."
+        ),
+    ] = None,
+    app_role: Annotated[
+        str | None,
+        typer.Option("--app-role", help="PostgreSQL: the role agent calls run as, behind row-level security."),
+    ] = None,
+    vault: Annotated[
+        str | None,
+        typer.Option("--vault", help="PostgreSQL: postgresql://OWNER@HOST/KEYS_DB for data keys (else keys/vault.db)."),
+    ] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create the store, key material, host signing key and default policy (idempotent)."""
     paths = resolve_home(home)
     try:
-        report = init_home(paths, store)
+        report = init_home(paths, store, app_role=app_role, vault=vault)
     except (HomeError, KeyFileError, ContractError, OSError) as exc:
-        fail(str(exc) if not isinstance(exc, ContractError) else "the store could not be created")
+        fail(str(exc) if not isinstance(exc, ContractError) else f"the store could not be created ({exc.code.value})")
     if as_json:
-        out.print_json(
-            json.dumps({"home": str(paths.home), "store": report.store, "created": [str(p) for p in report.created]})
-        )
+        shown: dict[str, Any] = {"home": str(paths.home), "store": report.store}
+        if report.app_role is not None or report.vault is not None:
+            shown.update(app_role=report.app_role, vault=report.vault)
+        shown["created"] = [str(p) for p in report.created]
+        out.print_json(json.dumps(shown))
         return
     out.print(f"home: {paths.home}", markup=False)
     out.print(f"store: {report.store}", markup=False)
+    if report.app_role is not None:
+        out.print(f"runtime role: {report.app_role}", markup=False)
+    if report.vault is not None:
+        out.print(f"key vault: {report.vault}", markup=False)
     for path in report.created:
         out.print(f"created {path}", markup=False)
     if not report.created:
@@ -137,31 +156,50 @@ def bind(
 @app.command()
 def serve(
     binding: Annotated[str | None, typer.Option("--binding", help="The binding token (else ENGRAM_BINDING).")] = None,
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP: each request's bearer token is its binding.")
+    ] = False,
+    host: Annotated[str, typer.Option("--host", help="With --http: the address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="With --http: the port (0 picks one).")] = 8765,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="With --http: allow a non-loopback address (TLS in front!).")
+    ] = False,
     housekeeping_every: Annotated[
         float, typer.Option("--housekeeping-every", min=1.0, help="Seconds between expiry and key sweeps.")
     ] = HOUSEKEEPING_INTERVAL_S,
     home: HomeOption = None,
 ) -> None:
-    """Serve MCP over stdio. Without a valid binding the server runs with no memory tools."""
+    """Serve MCP over stdio (one binding), or over streamable HTTP with --http (a binding per request)."""
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="engram-memory: %(levelname)s %(message)s")
     log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
     from engram_memory.engine.verify import verify_store
+    from engram_memory.host.serve_http import ListenError, refuse_unsafe_address, serve_http
     from engram_memory.host.serving import serve_with_housekeeping
     from engram_memory.mcp.server import build_server
 
+    if http and binding:
+        fail("--binding is for stdio: over HTTP every request carries its own bearer token")
     try:
+        if http:
+            refuse_unsafe_address(host, allow_remote)
         with open_engine(paths) as engine:
             # A store that fails its start-up check is refused rather than allowed to answer wrongly.
             first = verify_store(engine.deps, full=False).first
             if first is not None:
                 fail(f"{first.line}; run engram-memory verify")
+            if http:
+                public_key = load_signing_key(paths).public_key()
+                serve_http(engine, public_key, host=host, port=port, housekeeping_every_s=housekeeping_every)
+                return
             verified, reason = verify_token(paths, binding_from_environment(binding))
             if reason is not None:
                 log.warning(reason)
             else:
                 log.info("serving over stdio; binding %s verified", verified.token_id if verified else "-")
             anyio.run(serve_with_housekeeping, build_server(engine, lambda _ctx: verified), engine, housekeeping_every)
+    except ListenError as exc:
+        fail(str(exc))
     except (HomeError, KeyFileError) as exc:
         fail(str(exc))
     except ContractError as exc:

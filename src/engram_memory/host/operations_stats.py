@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from engram_memory.contract.states import CandidateState, RecordState
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports import Scope
+from engram_memory.host.compose import storage_sizes, vault_counts
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.queries_operations import VaultCounts, vault_counts
+from engram_memory.stores.sql.vault import VaultCounts
 
 _CURRENT = RecordState.ACCEPTED_CURRENT.value
 
@@ -90,13 +90,6 @@ def _states(counts: Counter[str], known: list[str]) -> dict[str, int]:
     return shown
 
 
-def _file_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def gather_stats(engine: Engine, paths: HostPaths) -> StoreStats:
     """Raises ContractError STORE_UNAVAILABLE when the store or the vault cannot be read."""
     with engine.deps.store.read() as tx:
@@ -123,16 +116,11 @@ def gather_stats(engine: Engine, paths: HostPaths) -> StoreStats:
             of(maybe_scope).indexed = number
     for row, _status in engine.confirmations():
         of(row.scope).open_confirmations += 1
-    files = {
-        "store_bytes": _file_size(paths.sqlite_file),
-        "store_wal_bytes": _file_size(paths.sqlite_file.with_name(paths.sqlite_file.name + "-wal")),
-        "vault_bytes": _file_size(paths.vault_file),
-        "vault_wal_bytes": _file_size(paths.vault_file.with_name(paths.vault_file.name + "-wal")),
-    }
+    files = storage_sizes(paths)
     return StoreStats(
         per_scope=[scopes[scope] for scope in sorted(scopes, key=lambda s: (s.tenant, s.workspace))],
         revoked_bindings=revoked,
-        vault=vault_counts(paths.vault_file),
+        vault=vault_counts(paths),
         files=files,
         stray_index_rows=indexed.get(None, 0),
     )

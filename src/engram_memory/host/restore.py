@@ -4,6 +4,8 @@ Everything happens on a copy in memory first: every chunk is authenticated, the 
 against its manifest, bodies whose data keys were destroyed after the backup are erased (each by a
 journal event signed by the host), the full-text index is rebuilt from the live bodies, and the
 whole state is verified. Only then is the store file written; nothing is written when any step fails.
+A PostgreSQL home is filled in one transaction instead, which commits only once the rows it holds
+give the verified state's journal heads, record root and counts.
 """
 
 from __future__ import annotations
@@ -31,12 +33,11 @@ from engram_memory.host.backup import (
     parse_manifest,
     store_facts,
 )
-from engram_memory.host.compose import configured_store
+from engram_memory.host.compose import POSTGRES_STORE, configured_store, open_postgres_store, open_vault, store_settings
 from engram_memory.host.keyfiles import backup_key, load_keyring
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.snapshot import SealedOwner
 from engram_memory.stores.sqlite.store import IN_MEMORY, SQLiteStore
-from engram_memory.stores.sqlite.vault import SQLiteKeyVault
 
 # Why a restore erased a body: its data key was destroyed (forget, withdraw, admission) after the backup.
 RESTORE_REASON = "restore:key-shredded"
@@ -67,8 +68,11 @@ def restore_home(paths: HostPaths, source: Path, *, decided_by: str, clock: Cloc
 
     Raises BackupRefused (BACKUP_INVALID, RESTORE_REFUSED), HomeError, KeyFileError.
     """
-    configured_store(paths)
-    for needed in (paths.kek_file, paths.secret_file, paths.vault_file):
+    kind = configured_store(paths)
+    needed_files = [paths.kek_file, paths.secret_file]
+    if store_settings(paths).vault is None:
+        needed_files.append(paths.vault_file)
+    for needed in needed_files:
         if not needed.exists():
             raise BackupRefused(
                 f"RESTORE_REFUSED: keys/{needed.name} is missing: a restore needs this home's own keys folder,"
@@ -90,25 +94,47 @@ def restore_home(paths: HostPaths, source: Path, *, decided_by: str, clock: Cloc
     work = _checked_copy(snapshot, manifest)
     try:
         keyring = load_keyring(paths)
-        vault = SQLiteKeyVault(paths.vault_file)
+        vault = open_vault(paths)
         try:
             settled = _settle_shredded(work, vault, host_actor(decided_by), now_ms)
             indexed = _rebuild_index(work, keyring, vault)
         finally:
             vault.close()
         _verify(work, manifest, settled)
-        work.vacuum()
-        image = work.image()
-        with work.inspect() as queries:
-            expected = store_facts(queries)
+        if kind == POSTGRES_STORE:
+            with work.inspect() as queries:
+                expected = store_facts(queries)
+            _install_postgres(paths, work, expected)
+        else:
+            work.vacuum()
+            image = work.image()
+            with work.inspect() as queries:
+                expected = store_facts(queries)
     finally:
         work.close()
-    _install(paths, image, expected)
+    if kind != POSTGRES_STORE:
+        _install(paths, image, expected)
     return RestoreReport(manifest=manifest, settled=settled, indexed=indexed, records=expected["records"]["count"])
 
 
 def refuse_unless_empty(paths: HostPaths) -> None:
     """A restore writes only where no store is, or into a store without a single row."""
+    if configured_store(paths) == POSTGRES_STORE:
+        try:
+            server = open_postgres_store(paths)
+        except ContractError as exc:
+            raise BackupRefused(f"RESTORE_REFUSED: the PostgreSQL store is unavailable ({exc.code.value})") from exc
+        try:
+            with server.snapshot() as target:
+                holds_rows = target.holds_rows()
+        finally:
+            server.close()
+        if holds_rows:
+            raise BackupRefused(
+                "RESTORE_REFUSED: the home's store already holds data; restore only into an empty store"
+                " (a new database, initialised with engram-memory init)"
+            )
+        return
     if not paths.sqlite_file.exists():
         return
     try:
@@ -346,6 +372,42 @@ def _install(paths: HostPaths, image: bytes, expected: dict[str, Any]) -> None:
             os.close(os.open(paths.sqlite_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             SQLiteStore(paths.sqlite_file).close()
         raise BackupRefused("RESTORE_REFUSED: the written store did not read back as verified; it was removed again")
+
+
+def _install_postgres(paths: HostPaths, work: SQLiteStore, expected: dict[str, Any]) -> None:
+    """Copies the verified state into the empty PostgreSQL store in one transaction, index included.
+
+    The transaction checks what it wrote (journal heads and root, record root, row counts) before it
+    commits; on any difference it rolls back, and nothing was written.
+    """
+    from engram_memory.stores.postgres.snapshot import ARCHIVED_TABLES
+
+    store = open_postgres_store(paths)
+    try:
+        with store.load() as target, work.inspect() as source:
+            if target.holds_rows():  # again, inside the writing transaction: nothing may have arrived meanwhile
+                raise BackupRefused("RESTORE_REFUSED: the home's store already holds data; nothing was written")
+            for table in ARCHIVED_TABLES:
+                columns = source.columns(table)
+                target.insert_rows(table, columns, source.rows(table, columns))
+            target.insert_index(source.indexed_fields())
+            target.continue_identities()
+            loaded = store_facts(target)
+            counts = {name: count for name, count in expected["counts"].items() if name != "schema_migrations"}
+            if (loaded["journal"], loaded["records"], loaded["counts"]) != (
+                expected["journal"],
+                expected["records"],
+                counts,
+            ):
+                raise BackupRefused(
+                    "RESTORE_REFUSED: the PostgreSQL store did not take the verified state; nothing was written"
+                )
+    except ContractError as exc:
+        raise BackupRefused(
+            f"RESTORE_REFUSED: the PostgreSQL store is unavailable ({exc.code.value}); nothing was written"
+        ) from exc
+    finally:
+        store.close()
 
 
 def _remove_store_files(paths: HostPaths, suffixes: tuple[str, ...] = ("", "-wal", "-shm")) -> None:

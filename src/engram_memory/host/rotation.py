@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.keys import StaticKeyRing
 from engram_memory.engine.ports import WrappedKey
-from engram_memory.host.compose import HomeError, configured_store
+from engram_memory.host.compose import open_vault
 from engram_memory.host.keyfiles import RingFile, new_kek, read_ring_file, write_ring_file
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.vault import Rewrap, SQLiteKeyVault, VaultKey
+from engram_memory.stores.sql.vault import HostKeyVault, Rewrap, VaultKey
 
 DEFAULT_BATCH_SIZE = 500
 LOCK_FILE = "rotate-keys.lock"
@@ -54,13 +54,10 @@ def rotate_keys(
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    configured_store(paths)
-    if not paths.vault_file.exists():
-        raise HomeError(f"no key vault in {paths.keys_dir}: restore keys/vault.db from your key backup")
-    with _only_rotation(paths):
-        ring = read_ring_file(paths)
-        vault = SQLiteKeyVault(paths.vault_file)
-        try:
+    vault = open_vault(paths)
+    try:
+        with _only_rotation(paths):
+            ring = read_ring_file(paths)
             unknown = sorted(set(vault.kek_ids()) - set(ring.keys))
             if unknown:
                 raise RotationRefused(
@@ -84,8 +81,8 @@ def rotate_keys(
                     keys={kek_id: key for kek_id, key in ring.keys.items() if kek_id not in ring.retiring},
                 ),
             )
-        finally:
-            vault.close()
+    finally:
+        vault.close()
     return RotationReport(active=ring.active, retired=ring.retiring, rewrapped=rewrapped, resumed=resumed)
 
 
@@ -97,7 +94,7 @@ def _begin(paths: HostPaths, ring: RingFile) -> RingFile:
     return started
 
 
-def _move_keys(vault: SQLiteKeyVault, ring: RingFile, batch_size: int, on_batch: Moved | None) -> int:
+def _move_keys(vault: HostKeyVault, ring: RingFile, batch_size: int, on_batch: Moved | None) -> int:
     """Step 2: batches of keys under retiring KEKs, unwrapped with the old and wrapped with the active KEK.
 
     Each batch commits in one vault transaction, compare-and-set on the old KEK, so a kill loses at

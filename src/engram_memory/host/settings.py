@@ -5,15 +5,22 @@ This is the only module that reads `ENGRAM_*` variables; everything else gets a 
 
 from __future__ import annotations
 
+import json
 import os
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HOME_ENV = "ENGRAM_HOME"
 BINDING_ENV = "ENGRAM_BINDING"
 DEFAULT_HOME = Path("~/.local/share/engram-memory")
 HOUSEKEEPING_INTERVAL_S = 60.0  # serve: seconds between automatic expiry and key sweeps
+SQLITE_STORE = "sqlite"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+DEFAULT_POOL_SIZE = 4
+MAX_POOL_SIZE = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +79,67 @@ def resolve_home(flag: Path | None, environ: Mapping[str, str] | None = None) ->
 def binding_from_environment(flag: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     env = os.environ if environ is None else environ
     return flag if flag else env.get(BINDING_ENV) or None
+
+
+class SettingsError(ValueError):
+    """config.toml names something this version cannot use (a one-line reason)."""
+
+
+def is_postgres_url(value: str) -> bool:
+    return value.startswith(POSTGRES_SCHEMES)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """Which store and key vault a home uses, as config.toml records them.
+
+    `store` is "sqlite" (the embedded file in the home) or a postgresql:// URL of the owner role;
+    `vault` is None (keys/vault.db) or a postgresql:// URL of a database of its own; `app_role` is
+    the role agent calls run as on PostgreSQL (row-level security applies to it, not to the owner).
+    Passwords never go in these URLs: libpq reads them from ~/.pgpass, PGPASSFILE or PGPASSWORD.
+    """
+
+    store: str = SQLITE_STORE
+    app_role: str | None = None
+    vault: str | None = None
+    pool_size: int = DEFAULT_POOL_SIZE
+
+    @property
+    def is_postgres(self) -> bool:
+        return is_postgres_url(self.store)
+
+    def to_toml(self) -> str:
+        lines = [
+            "# engram-memory host configuration, written by `engram-memory init`.",
+            f"store = {toml_string(self.store)}",
+        ]
+        if self.app_role is not None:
+            lines.append(f"app_role = {toml_string(self.app_role)}")
+        if self.vault is not None:
+            lines.append(f"vault = {toml_string(self.vault)}")
+        if self.is_postgres:
+            lines.append(f"pool_size = {self.pool_size}")
+        return "\n".join(lines) + "\n"
+
+
+def toml_string(value: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(value)
+
+
+def parse_store_settings(text: str) -> StoreSettings:
+    """Raises SettingsError naming what is wrong, and tomllib.TOMLDecodeError for text that is not TOML."""
+    config: dict[str, Any] = tomllib.loads(text)
+    store = config.get("store")
+    if not isinstance(store, str) or not (store == SQLITE_STORE or is_postgres_url(store)):
+        raise SettingsError("config.toml names a store this version cannot open")
+    app_role, vault, pool_size = config.get("app_role"), config.get("vault"), config.get("pool_size", DEFAULT_POOL_SIZE)
+    if app_role is not None and (not isinstance(app_role, str) or not app_role):
+        raise SettingsError("config.toml: app_role must be a role name")
+    if vault is not None and (not isinstance(vault, str) or not is_postgres_url(vault)):
+        raise SettingsError("config.toml: vault must be a postgresql:// URL")
+    if not isinstance(pool_size, int) or isinstance(pool_size, bool) or not 1 <= pool_size <= MAX_POOL_SIZE:
+        raise SettingsError(f"config.toml: pool_size must be a whole number from 1 to {MAX_POOL_SIZE}")
+    if store == SQLITE_STORE and (app_role is not None or vault is not None):
+        raise SettingsError("config.toml: app_role and vault apply to a PostgreSQL store only")
+    return StoreSettings(store=store, app_role=app_role, vault=vault, pool_size=pool_size)

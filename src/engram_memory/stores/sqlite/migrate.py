@@ -1,33 +1,29 @@
-"""Numbered SQL migrations with a ledger: applied in order, each recorded with its digest.
+"""Numbered SQL migrations of the embedded store and its key vault, applied under the shared ledger.
 
 A ledger row whose digest no longer matches the bundled file means the schema history was edited:
-MIGRATION_LEDGER_INVALID, and the store is not opened.
+MIGRATION_LEDGER_INVALID, and the store is not opened (stores/sql/ledger.py holds the rule).
 """
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
-import time
 from collections.abc import Iterator
-from importlib import resources
 
-from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.stores.sql import ledger
+from engram_memory.stores.sql.ledger import checksum
+
+__all__ = ["PACKAGE", "bundled", "checksum", "migrate", "statements"]
 
 PACKAGE = "engram_memory.stores.sqlite"
+LEDGER_DDL = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+    " digest TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"
+)
 
 
 def bundled(folder: str) -> list[tuple[int, str, str]]:
     """(version, name, sql) of every migration in `folder`, in order."""
-    found = []
-    for entry in resources.files(PACKAGE).joinpath(folder).iterdir():
-        if entry.name.endswith(".sql"):
-            found.append((int(entry.name.split("_", 1)[0]), entry.name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
-
-
-def checksum(sql: str) -> str:
-    return "sha256:" + hashlib.sha256(sql.encode("utf-8")).hexdigest()
+    return ledger.bundled(PACKAGE, folder)
 
 
 def statements(sql: str) -> Iterator[str]:
@@ -51,33 +47,14 @@ def migrate(db: sqlite3.Connection, folder: str, *, upto: int | None = None) -> 
 
     Raises ContractError MIGRATION_LEDGER_INVALID when an applied migration differs from its file.
     """
+
+    def run_script(sql: str) -> None:
+        for statement in statements(sql):
+            db.execute(statement)
+
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-            " digest TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"
-        )
-        applied = {
-            row[0]: (row[1], row[2]) for row in db.execute("SELECT version, name, digest FROM schema_migrations")
-        }
-        done = []
-        for version, name, sql in bundled(folder):
-            if upto is not None and version > upto:
-                break
-            if version in applied:
-                if applied[version] != (name, checksum(sql)):
-                    raise ContractError(ErrorCode.MIGRATION_LEDGER_INVALID)
-                continue
-            for statement in statements(sql):
-                db.execute(statement)
-            db.execute(
-                "INSERT INTO schema_migrations (version, name, digest, applied_at_ms) VALUES (?, ?, ?, ?)",
-                (version, name, checksum(sql), time.time_ns() // 1_000_000),
-            )
-            done.append(version)
-        unknown = set(applied) - {version for version, _, _ in bundled(folder)}
-        if unknown:
-            raise ContractError(ErrorCode.MIGRATION_LEDGER_INVALID)
+        done = ledger.apply_missing(db, LEDGER_DDL, bundled(folder), run_script, upto=upto)
         db.execute("COMMIT")
         return done
     except BaseException:

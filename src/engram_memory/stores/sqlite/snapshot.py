@@ -7,6 +7,7 @@ whole. They run on the host path only, never for an agent call.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from engram_memory.engine.ports import Scope, ScopeHead
@@ -137,3 +138,32 @@ class SnapshotQueries:
         self._db.execute(f"INSERT INTO {INDEX_TABLE} ({INDEX_TABLE}) VALUES ('optimize')")  # noqa: S608
         zeroes = ", ".join(f"{column} = 0" for column in ("doc_count", *_LEN_COLUMNS))
         self._db.execute(f"UPDATE scopes SET {zeroes}")  # noqa: S608
+
+    # -- moving a store between SQLite and PostgreSQL (backup and restore of a PostgreSQL home) ----------
+    def columns(self, table: str) -> list[str]:
+        return [str(row[1]) for row in self._db.execute("SELECT * FROM pragma_table_info(?)", (table,))]
+
+    def rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[object, ...]]:
+        """Every row of `table` (a name the caller takes from its own constants)."""
+        names = ", ".join(_quoted(column) for column in columns)
+        for row in self._db.execute(f"SELECT {names} FROM {_quoted(table)}"):  # noqa: S608
+            yield tuple(row)
+
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+        names = ", ".join(_quoted(column) for column in columns)
+        marks = ", ".join("?" for _ in columns)
+        self._db.executemany(f"INSERT INTO {_quoted(table)} ({names}) VALUES ({marks})", rows)  # noqa: S608
+
+    def indexed_fields(self) -> list[tuple[int, Scope, tuple[str, ...]]]:
+        """(rid, scope, field texts) of every index row, for a restore into another store's index."""
+        # Spans scopes: the whole index moves.
+        names = ", ".join(f"f.f_{name}" for name in FIELDS)
+        rows = self._db.execute(
+            f"SELECT f.rowid, r.tenant, r.workspace, {names} FROM {INDEX_TABLE} AS f"  # noqa: S608
+            " JOIN records AS r ON r.rid = f.rowid ORDER BY f.rowid"
+        ).fetchall()
+        return [(int(row[0]), Scope(row[1], row[2]), tuple(str(v) for v in row[3:])) for row in rows]
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

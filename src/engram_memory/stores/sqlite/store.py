@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sqlite.migrate import migrate
 from engram_memory.stores.sqlite.queries import SQLiteTx
 from engram_memory.stores.sqlite.snapshot import SnapshotQueries
@@ -76,7 +77,7 @@ class SQLiteStore:
             raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
         try:
             yield SQLiteTx(self._db)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreInvariantError) as exc:
             self._rollback()
             logger.error("transaction failed before commit: %s", type(exc).__name__)
             raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
@@ -156,6 +157,12 @@ class SQLiteStore:
     def inspect(self) -> Iterator[SnapshotQueries]:
         """Whole-store reads in one consistent read transaction (host path only)."""
         with self.read():
+            yield SnapshotQueries(self._db)
+
+    @contextmanager
+    def fill(self) -> Iterator[SnapshotQueries]:
+        """Whole-store writes in one write transaction (a copy being filled from another store; host path only)."""
+        with self.write():
             yield SnapshotQueries(self._db)
 
     def strip_derived_index(self) -> None:

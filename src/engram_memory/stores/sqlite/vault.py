@@ -10,34 +10,18 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.ports import RevocationRow, Scope, WrappedKey
+from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
 from engram_memory.stores.sqlite.migrate import migrate
+
+__all__ = ["Rewrap", "SQLiteKeyVault", "VaultCounts", "VaultKey", "vault_counts"]
 
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class VaultKey:
-    """One data key as the vault holds it, for the host's rotation: no body, no plaintext key."""
-
-    owner_id: str
-    scope: Scope
-    key: WrappedKey
-
-
-@dataclass(frozen=True, slots=True)
-class Rewrap:
-    """Move one data key from `old_kek_id` to `key`; applied only if it is still under `old_kek_id`."""
-
-    owner_id: str
-    old_kek_id: str
-    key: WrappedKey
 
 
 class SQLiteKeyVault:
@@ -218,6 +202,33 @@ class SQLiteKeyVault:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM revocations").fetchone()[0])
 
+    def counts(self) -> VaultCounts:
+        """How many data keys the vault holds and how many it destroyed (ids only)."""
+        with self._lock:
+            try:
+                keys = int(self._db.execute("SELECT count(*) FROM data_keys").fetchone()[0])
+                destroyed = int(self._db.execute("SELECT count(*) FROM shredded").fetchone()[0])
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        return VaultCounts(keys=keys, destroyed=destroyed)
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def vault_counts(path: Path) -> VaultCounts:
+    """How many data keys the vault holds and how many it destroyed, read through its own read-only handle.
+
+    Raises ContractError STORE_UNAVAILABLE when the vault cannot be read.
+    """
+    try:
+        db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
+        try:
+            keys = int(db.execute("SELECT count(*) FROM data_keys").fetchone()[0])
+            destroyed = int(db.execute("SELECT count(*) FROM shredded").fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+    return VaultCounts(keys=keys, destroyed=destroyed)

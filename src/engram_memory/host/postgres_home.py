@@ -1,0 +1,134 @@
+"""A home whose store is PostgreSQL: checking the URLs and roles, migrating, granting, and opening as either role.
+
+The owner role (the URL in config.toml) migrates and runs the host's commands; the runtime role
+(`app_role`, the same URL with another user) serves agent calls behind row-level security. The key
+vault is a database of its own (`vault`), or keys/vault.db in the home when none is configured.
+psycopg is imported only from here and the PostgreSQL store, never by an embedded home.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.host.settings import StoreSettings, is_postgres_url
+
+
+class PostgresHomeError(Exception):
+    """A PostgreSQL URL, role or database that cannot be used as asked (a one-line reason, never a password)."""
+
+
+def check_url(url: str, option: str) -> None:
+    """A postgresql:// URL without a password. Raises PostgresHomeError."""
+    from engram_memory.stores.postgres.connection import url_fields
+
+    if not is_postgres_url(url):
+        raise PostgresHomeError(f"{option} takes 'sqlite' or a postgresql:// URL")
+    try:
+        fields = url_fields(url)
+    except Exception as exc:  # psycopg.ProgrammingError: its message may quote the URL
+        raise PostgresHomeError(f"{option} is not a PostgreSQL connection URL") from exc
+    if fields.get("password"):
+        raise PostgresHomeError(
+            f"{option} must not carry a password (config.toml would keep it): put it in ~/.pgpass,"
+            " PGPASSFILE or PGPASSWORD instead"
+        )
+
+
+def _where(url: str) -> str:
+    from engram_memory.stores.postgres.connection import url_fields
+
+    fields = url_fields(url)
+    return f"database {fields.get('dbname') or '(the default)'} on {fields.get('host') or 'localhost'}"
+
+
+def _identity(connection: Any) -> tuple[object, ...]:
+    """What tells two connections to the same database apart from two databases (server start, port, name)."""
+    row = connection.execute(
+        "SELECT pg_postmaster_start_time(), current_setting('port'), current_database()"
+    ).fetchone()
+    return tuple(row)
+
+
+def prepare(settings: StoreSettings) -> None:
+    """Everything `init` checks before it writes a file: both databases reachable as the owner, the
+    owner allowed to bypass row-level security, the runtime role safe, the vault apart from the store.
+
+    Raises PostgresHomeError.
+    """
+    import psycopg
+
+    from engram_memory.stores.postgres.roles import RoleRefused, check_owner, check_runtime_role, open_owner_connection
+
+    try:
+        with open_owner_connection(settings.store) as store:
+            check_owner(store)
+            if settings.app_role is not None:
+                check_runtime_role(store, settings.app_role)
+            if settings.vault is not None:
+                with open_owner_connection(settings.vault) as vault:
+                    check_owner(vault)
+                    if settings.app_role is not None:
+                        check_runtime_role(vault, settings.app_role)
+                    holds_journal = vault.execute("SELECT to_regclass('journal') IS NOT NULL").fetchone()
+                    if _identity(vault) == _identity(store) or (holds_journal and holds_journal[0]):
+                        raise PostgresHomeError(
+                            "--vault names the store's own database: data keys need a database of their own,"
+                            " so that no dump of the store carries them"
+                        )
+    except RoleRefused as exc:
+        raise PostgresHomeError(str(exc)) from exc
+    except psycopg.Error as exc:
+        raise PostgresHomeError(
+            f"the PostgreSQL server could not be reached as the owner ({_where(settings.store)}"
+            f"{' or the vault' if settings.vault else ''}): {type(exc).__name__}"
+        ) from exc
+
+
+def install(settings: StoreSettings) -> None:
+    """Applies the migrations as the owner and grants the runtime role exactly what agent calls need.
+
+    Raises ContractError (STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID), PostgresHomeError.
+    """
+    import psycopg
+
+    from engram_memory.stores.postgres.roles import (
+        STORE_GRANTS,
+        VAULT_FUNCTIONS,
+        VAULT_GRANTS,
+        grant,
+        open_owner_connection,
+    )
+    from engram_memory.stores.postgres.store import PostgresStore
+    from engram_memory.stores.postgres.vault import PostgresKeyVault
+
+    PostgresStore(settings.store, pool_size=1).close()
+    if settings.vault is not None:
+        PostgresKeyVault(settings.vault, pool_size=1).close()
+    if settings.app_role is None:
+        return
+    try:
+        with open_owner_connection(settings.store) as store:
+            grant(store, settings.app_role, STORE_GRANTS)
+        if settings.vault is not None:
+            with open_owner_connection(settings.vault) as vault:
+                grant(vault, settings.app_role, VAULT_GRANTS, VAULT_FUNCTIONS)
+    except psycopg.Error as exc:
+        raise PostgresHomeError(f"the runtime role could not be granted its privileges: {type(exc).__name__}") from exc
+
+
+def runtime_url(settings: StoreSettings, url: str) -> str:
+    """The URL agent calls connect with: the owner's, with the runtime role as its user."""
+    from engram_memory.stores.postgres.connection import with_user
+
+    if settings.app_role is None:
+        raise PostgresHomeError(
+            "this home has no runtime role for agent calls: run 'engram-memory init --app-role ROLE' as the owner"
+        )
+    return with_user(url, settings.app_role)
+
+
+def schema_behind(exc: ContractError) -> bool:
+    from engram_memory.stores.postgres.store import SchemaNotCurrent
+
+    return isinstance(exc, SchemaNotCurrent)

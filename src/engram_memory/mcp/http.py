@@ -1,0 +1,171 @@
+"""MCP over streamable HTTP: the same low-level Server, every request bound by its own host-signed bearer token.
+
+Stateless (no session: any process on the same store can answer any request), JSON responses, and
+DNS-rebinding protection when the server listens on a loopback address.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server import Server
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import ConfigDict
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from engram_memory.contract.binding import Binding
+from engram_memory.contract.errors import ProtocolFault, trusted_context_unavailable
+from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
+
+logger = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+# Room for the JSON-RPC envelope around the arguments (method, id, name, `_meta` of the modern era).
+ENVELOPE_ALLOWANCE_BYTES = 64 * 1024
+# An argument object at the contract's limit fits when sent as compact UTF-8 JSON (what the SDK clients send);
+# anything larger is refused with HTTP 413 before it is parsed or reaches the engine.
+MAX_REQUEST_BODY_BYTES = MAX_ARGUMENT_BYTES + ENVELOPE_ALLOWANCE_BYTES
+REALM = "engram-memory"
+
+TokenCheck = Callable[[str], Binding | None]
+
+
+class BindingAccessToken(AccessToken):
+    """The SDK's access token, carrying the binding its signature proved (never rebuilt from headers)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    binding: Binding
+
+
+class BindingTokenVerifier:
+    """The SDK's token-verifier hook: a bearer token is accepted exactly when it is a host-signed binding.
+
+    Expiry is deliberately not judged here: a genuine but expired binding must reach the engine, which
+    answers it with the AUTHORIZATION_EXPIRED envelope (SPEC §2). So `expires_at` stays unset, or the
+    SDK's bearer backend would drop the token as if it were forged.
+    """
+
+    def __init__(self, check: TokenCheck) -> None:
+        self._check = check
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        binding = self._check(token.strip())
+        if binding is None:
+            return None
+        return BindingAccessToken(
+            token=token,
+            client_id=binding.agent_id,
+            scopes=sorted(binding.grants),
+            expires_at=None,
+            subject=binding.principal,
+            claims={"jti": binding.token_id},
+            binding=binding,
+        )
+
+
+def request_binding(_ctx: ServerRequestContext[Any]) -> Binding | None:
+    """The binding of the request being served: set by the bearer middleware for this request only."""
+    token = get_access_token()
+    return token.binding if isinstance(token, BindingAccessToken) else None
+
+
+def _trusted_context_error_body() -> bytes:
+    fault: ProtocolFault = trusted_context_unavailable()
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": fault.code, "message": fault.message}}
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+
+
+class RequireBinding:
+    """Answers a request without a verified binding before it reaches the MCP transport.
+
+    HTTP 401 with a `WWW-Authenticate: Bearer` challenge, as HTTP authentication requires, and a JSON-RPC
+    body carrying SPEC §2's `-32603 Trusted invocation context unavailable`, which the SDK client
+    surfaces as the request's error.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._body = _trusted_context_error_body()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if isinstance(scope.get("user"), AuthenticatedUser):
+            await self.app(scope, receive, send)
+            return
+        presented = any(name == b"authorization" for name, _ in scope.get("headers", []))
+        challenge = f'Bearer realm="{REALM}"'
+        if presented:  # RFC 6750 §3.1: only a presented token is "invalid"; a missing one just gets the challenge
+            challenge += ', error="invalid_token", error_description="the token is not a binding signed by this host"'
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(self._body)).encode("ascii")),
+                    (b"www-authenticate", challenge.encode("ascii")),
+                    (b"cache-control", b"no-store"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": self._body})
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(host: str, port: int) -> TransportSecuritySettings:
+    """DNS-rebinding protection for a loopback listener: only its own Host and Origin values pass.
+
+    A remote listener sits behind a proxy whose public name this process cannot know; there the bearer
+    token (never ambient browser credentials) is what authorises a request.
+    """
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    literal = host.strip("[]")
+    names = {"localhost", f"[{literal}]" if ":" in literal else literal}
+    hosts = sorted(f"{name}:{port}" for name in names)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{value}" for value in hosts],
+    )
+
+
+def build_http_app(server: Server[Any], check: TokenCheck, *, host: str, port: int) -> Starlette:
+    """The ASGI app serving `server` at /mcp; `check` turns a bearer token into its verified binding or None.
+
+    `server` must have been built with `request_binding` as its binding source.
+    """
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        json_response=True,
+        stateless=True,
+        security_settings=transport_security(host, port),
+        max_request_body_size=MAX_REQUEST_BODY_BYTES,
+    )
+    middleware = [
+        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(BindingTokenVerifier(check))),
+        Middleware(AuthContextMiddleware),
+    ]
+    routes = [Route(MCP_PATH, endpoint=RequireBinding(StreamableHTTPASGIApp(manager)))]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: manager.run())

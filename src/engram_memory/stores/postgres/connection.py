@@ -1,0 +1,95 @@
+"""psycopg 3 behind the shared statements: `?` placeholders rewritten for psycopg, driver errors classified.
+
+Imported only by the PostgreSQL store and vault, so `import engram_memory` never loads psycopg.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg import conninfo
+from psycopg_pool import ConnectionPool
+
+from engram_memory.stores.sql.connection import SqlCursor
+
+# SQLSTATEs after which the server rolled the transaction back for a concurrent one: run it again.
+TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+@functools.lru_cache(maxsize=1024)
+def psycopg_sql(sql: str) -> str:
+    """The statement with psycopg's placeholders: `?` outside quotes becomes `%s`, and every `%` is doubled."""
+    out: list[str] = []
+    quote: str | None = None
+    for char in sql:
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "?":
+            out.append("%s")
+            continue
+        out.append("%%" if char == "%" else char)
+    return "".join(out)
+
+
+class PsycopgConnection:
+    """Runs the shared statements on one psycopg connection (the transaction is the store's)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.raw = connection
+
+    def execute(self, sql: str, parameters: Any = (), /) -> SqlCursor:
+        return self.raw.execute(psycopg_sql(sql), parameters)
+
+
+def is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, psycopg.Error) and exc.sqlstate in TRANSIENT_SQLSTATES
+
+
+def with_user(url: str, user: str) -> str:
+    """The same connection string with another role: the runtime role shares the owner's URL."""
+    return conninfo.make_conninfo(url, user=user)
+
+
+def url_fields(url: str) -> dict[str, Any]:
+    """The parts of a connection string (URL or key=value), password included: never print them whole."""
+    return conninfo.conninfo_to_dict(url)
+
+
+def database_bytes(url: str) -> int:
+    """The size of the database the URL names (the host's statistics). Raises psycopg.Error."""
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+        row = connection.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(row[0]) if row else 0
+
+
+def open_pool(
+    url: str, *, size: int, timeout_s: float, name: str, prepare: Callable[[Connection], None]
+) -> ConnectionPool[Connection]:
+    """A pool of autocommit connections, after `prepare` ran on a first connection of its own.
+
+    The first connection fails fast (one attempt, `timeout_s`) so that a command facing a server it
+    cannot reach says so at once; the pool then fills in the background and replaces broken connections.
+    Raises psycopg.Error, or whatever `prepare` raises.
+    """
+    with psycopg.connect(url, autocommit=True, connect_timeout=max(2, int(timeout_s))) as first:
+        prepare(first)
+    pool: ConnectionPool[Connection] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max(1, size),
+        kwargs={"autocommit": True},
+        open=False,
+        timeout=timeout_s,
+        check=ConnectionPool.check_connection,
+        name=name,
+    )
+    pool.open(wait=False)
+    return pool

@@ -1,0 +1,224 @@
+"""The server store's transaction: the shared statements (stores/sql) plus its tsvector full-text index.
+
+Row-level security needs every transaction to name its tenant: `_enter_tenant` sets `app.tenant`
+for the rest of the transaction (set_config(..., true)) the first time a statement touches a scope,
+and again whenever a host-path transaction moves on to another tenant's rows.
+
+The index keeps the engine's tokens per field and a weighted tsvector over them (GIN): candidates
+are the scope's rows whose tsvector matches any query term, in ts_rank order (ties by record id),
+cut at the engine's pool; the engine then re-scores them with BM25F, exactly as it does SQLite's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+from engram_memory.engine.ports import IndexedDoc, Scope
+from engram_memory.engine.ports_operations import IndexEntry
+from engram_memory.engine.ranking import FIELD_WEIGHTS, FIELDS
+from engram_memory.stores.postgres.connection import PsycopgConnection
+from engram_memory.stores.sql.base import StoreInvariantError
+from engram_memory.stores.sql.queries import SqlTx
+
+_FIELD_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
+# ts_rank's weights for the labels {D, C, B, A}, scaled so the heaviest field (primary, A) counts 1.
+_TOP = FIELD_WEIGHTS["primary"]
+_RANK_WEIGHTS = (
+    "{"
+    + ", ".join(
+        f"{w / _TOP:.4f}"
+        for w in (
+            FIELD_WEIGHTS["context"],
+            FIELD_WEIGHTS["evidence"],
+            FIELD_WEIGHTS["decision"],
+            FIELD_WEIGHTS["primary"],
+        )
+    )
+    + "}"
+)
+# Tokens longer than this are indexed (and queried) by digest: a tsvector lexeme holds at most 2047 bytes.
+MAX_LEXEME_BYTES = 255
+
+
+def scope_token(scope: Scope) -> str:
+    """The lexeme (after "scope:") that confines a GIN match to one scope, as SQLite's scope column does."""
+    return "s" + hashlib.sha256(scope.ref.encode("utf-8")).hexdigest()[:40]
+
+
+def lexeme(token: str) -> str:
+    """The lexeme a token is indexed under: itself, or "md5:" and its digest when too long (see engram_lexeme)."""
+    raw = token.encode("utf-8")
+    if len(raw) > MAX_LEXEME_BYTES:
+        return "md5:" + hashlib.md5(raw, usedforsecurity=False).hexdigest()
+    return token
+
+
+def _quoted(value: str) -> str:
+    """A lexeme as tsquery input takes it literally: single-quoted, quotes and backslashes escaped."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def any_term_query(terms: Sequence[str]) -> str:
+    """A tsquery matching any of the terms, built without a text-search parser or dictionary."""
+    return " | ".join(_quoted(lexeme(term)) for term in terms)
+
+
+def in_scope_query(scope: Scope, terms: Sequence[str]) -> str:
+    """The terms, confined to the scope's rows by its lexeme."""
+    return f"{_quoted('scope:' + scope_token(scope))} & ({any_term_query(terms)})"
+
+
+class PostgresTx(SqlTx):
+    """One open transaction on a pooled connection; the store begins and ends it."""
+
+    _db: PsycopgConnection
+
+    def __init__(self, connection: PsycopgConnection) -> None:
+        super().__init__(connection)
+        self._tenant: str | None = None
+
+    @property
+    def connection(self) -> PsycopgConnection:
+        """The transaction's connection, for the host's whole-store snapshot (stores/postgres/snapshot.py)."""
+        return self._db
+
+    # -- the dialect -------------------------------------------------------------------------------
+    def _enter_tenant(self, tenant: str) -> None:
+        if tenant != self._tenant:
+            self._db.execute("SELECT set_config('app.tenant', ?, true)", (tenant,))
+            self._tenant = tenant
+
+    @staticmethod
+    def _json_text(column: str, *path: str) -> str:
+        return f"({column}::jsonb #>> '{{{','.join(path)}}}')"
+
+    @staticmethod
+    def _raw(column: str) -> str:
+        return f"convert_to({column}, 'UTF8')"
+
+    # -- lexical index ---------------------------------------------------------------------
+    def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str]) -> None:
+        rid = self._rid(scope, record_id)
+        if rid is None:
+            raise StoreInvariantError("indexing a record that does not exist")
+        values = [fields.get(name, "") for name in FIELDS]
+        self._db.execute(
+            f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {', '.join(_FIELD_COLUMNS)})"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (rid, scope.tenant, scope.workspace, scope_token(scope), *values),
+        )
+        self._shift_stats(scope, 1, [len(value.split()) for value in values])
+
+    def unindex_record(self, scope: Scope, record_id: str) -> bool:
+        rid = self._rid(scope, record_id)
+        if rid is None:
+            return False
+        row = self._db.execute(
+            f"DELETE FROM lexical_index WHERE rid = ? AND tenant = ? AND workspace = ?"  # noqa: S608
+            f" RETURNING {', '.join(_FIELD_COLUMNS)}",
+            (rid, scope.tenant, scope.workspace),
+        ).fetchone()
+        if row is None:
+            return False
+        self._shift_stats(scope, -1, [-len(str(value).split()) for value in row])
+        return True
+
+    def purge_index(self) -> None:
+        # Spans scopes on purpose: one request, naming nobody, that the index table be rewritten once
+        # this commits (erase_physically, by the owner), so the deleted tokens leave its pages.
+        self._db.execute("INSERT INTO erasure_requests DEFAULT VALUES")
+
+    def lexical_candidates(
+        self, scope: Scope, terms: Sequence[str], *, valid_at_ms: int, limit: int
+    ) -> list[IndexedDoc]:
+        if not terms:
+            return []
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            f"SELECT r.record_id, {', '.join('f.' + c for c in _FIELD_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
+            " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rid"
+            " WHERE f.tsv @@ ?::tsquery AND f.tenant = ? AND f.workspace = ?"
+            " AND r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current'"
+            " AND r.valid_from_ms <= ? AND (r.valid_to_ms IS NULL OR r.valid_to_ms >= ?)"
+            " AND (r.expires_at_ms IS NULL OR r.expires_at_ms > ?)"
+            f" ORDER BY ts_rank('{_RANK_WEIGHTS}', f.tsv, ?::tsquery) DESC, r.record_id LIMIT ?",
+            (
+                in_scope_query(scope, terms),
+                scope.tenant,
+                scope.workspace,
+                scope.tenant,
+                scope.workspace,
+                valid_at_ms,
+                valid_at_ms,
+                valid_at_ms,
+                any_term_query(terms),
+                limit,
+            ),
+        ).fetchall()
+        return [
+            IndexedDoc(
+                record_id=row[0],
+                fields=dict(zip(FIELDS, row[1 : 1 + len(FIELDS)], strict=True)),
+                valid_from_ms=row[-2],
+                valid_to_ms=row[-1],
+            )
+            for row in rows
+        ]
+
+    def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]:
+        self._enter_tenant(scope.tenant)
+        counts: dict[str, int] = {}
+        for term in terms:
+            row = self._db.execute(
+                "SELECT count(*) FROM lexical_index WHERE tsv @@ ?::tsquery AND tenant = ? AND workspace = ?",
+                (in_scope_query(scope, [term]), scope.tenant, scope.workspace),
+            ).fetchone()
+            counts[term] = int(row[0])
+        return counts
+
+    # -- the index as the host's operations see it ------------------------------------------------
+    def index_entries(self, scope: Scope) -> list[IndexEntry]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            f"SELECT f.rid, r.record_id, r.tenant, r.workspace, {', '.join('f.' + c for c in _FIELD_COLUMNS)}"  # noqa: S608
+            " FROM lexical_index AS f LEFT JOIN records AS r ON r.rid = f.rid"
+            " WHERE f.tenant = ? AND f.workspace = ? ORDER BY f.rid",
+            (scope.tenant, scope.workspace),
+        ).fetchall()
+        return [
+            IndexEntry(
+                rowid=int(row[0]),
+                record_id=row[1],
+                record_scope=None if row[1] is None else Scope(tenant=row[2], workspace=row[3]),
+                fields={name: str(value or "") for name, value in zip(FIELDS, row[4:], strict=True)},
+            )
+            for row in rows
+        ]
+
+    def index_row_count(self) -> int:
+        # Spans scopes on purpose: the verifier compares the whole index with every current record.
+        return int(self._db.execute("SELECT count(*) FROM lexical_index").fetchone()[0])
+
+    def index_integrity_ok(self) -> bool:
+        """PostgreSQL's equivalent of FTS5's integrity-check: every stored tsvector is what its tokens
+        give, every row's scope lexeme names its own scope, and the GIN index is valid and ready."""
+        # Spans scopes on purpose: the check covers the whole index.
+        row = self._db.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM lexical_index WHERE tsv IS DISTINCT FROM engram_index_tsvector("
+            " scope_token, f_primary, f_decision, f_evidence, f_context, f_citations))"
+            " AND COALESCE((SELECT bool_and(i.indisvalid AND i.indisready) FROM pg_index AS i"
+            " WHERE i.indrelid = 'lexical_index'::regclass), false)"
+        ).fetchone()
+        if not row[0]:
+            return False
+        tokens = self._db.execute("SELECT DISTINCT tenant, workspace, scope_token FROM lexical_index").fetchall()
+        return all(scope_token(Scope(tenant=t, workspace=w)) == token for t, w, token in tokens)
+
+    def indexed_counts(self) -> dict[Scope | None, int]:
+        # Spans scopes on purpose: statistics are the host's view of the whole store.
+        rows = self._db.execute(
+            "SELECT r.tenant, r.workspace, count(*) FROM lexical_index AS f LEFT JOIN records AS r ON r.rid = f.rid"
+            " GROUP BY r.tenant, r.workspace"
+        )
+        return {(None if row[0] is None else Scope(row[0], row[1])): int(row[2]) for row in rows}

@@ -1,0 +1,248 @@
+"""The server store: PostgreSQL through a psycopg connection pool, shared by several server processes.
+
+Every write is one READ COMMITTED transaction that first takes one transaction-scoped advisory lock
+(the same key for every writer): writers queue exactly as SQLite's BEGIN IMMEDIATE makes them queue,
+across processes and machines, which keeps the journal's dense cursors and every read-then-write of
+the engine simply correct. Reads are REPEATABLE READ READ ONLY snapshots and never wait for writers.
+
+Driver errors are translated here, at the transaction boundary: a failure before COMMIT is
+STORE_UNAVAILABLE (nothing was written), a serialization failure or deadlock is TransientConflict
+(nothing was written; the engine runs the body again), and a failure of COMMIT itself is
+MUTATION_OUTCOME_UNKNOWN (the caller resolves it by retrying with the same idempotency key).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg_pool import PoolTimeout
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports import TransientConflict
+from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, is_transient, open_pool
+from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
+from engram_memory.stores.postgres.queries import PostgresTx
+from engram_memory.stores.postgres.snapshot import PostgresSnapshot
+from engram_memory.stores.sql.base import StoreInvariantError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_POOL_SIZE = 4
+CONNECT_TIMEOUT_S = 10.0
+LOCK_TIMEOUT = "10s"  # how long a writer waits for the write lock, as SQLite's busy timeout
+# pg_advisory_xact_lock key every writer of one database takes ("engram-w" in ASCII).
+WRITE_LOCK = 0x656E6772616D2D77
+# The tables that held erased bodies and index rows: VACUUM removes their dead row versions.
+ERASED_TABLES = ("sealed_bodies", "lexical_index")
+REWRITE_LOCK_TIMEOUT = "5s"  # VACUUM FULL waits at most this long for readers of the index to finish
+
+
+class SchemaNotCurrent(ContractError):
+    """The database lacks migrations this version needs, and this connection may not apply them."""
+
+    def __init__(self, versions: list[int]) -> None:
+        super().__init__(ErrorCode.STORE_UNAVAILABLE)
+        self.versions = versions
+
+
+class PostgresStore:
+    """Thread-safe: each transaction takes its own pooled connection."""
+
+    index_name = "postgresql-tsvector"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        run_migrations: bool = True,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> None:
+        """`run_migrations=False` is the runtime role's way in: it may not change the schema, so a
+        database behind this version raises SchemaNotCurrent instead.
+
+        Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID.
+        """
+        self._timeout_s = connect_timeout_s
+        self._erasure_pending = False
+
+        def prepare(connection: Connection) -> None:
+            if run_migrations:
+                migrate(connection, STORE_MIGRATIONS)
+            else:
+                behind = pending(connection, STORE_MIGRATIONS)
+                if behind:
+                    raise SchemaNotCurrent(behind)
+            self._may_vacuum = _may_vacuum(connection)
+            # An erasure a runtime process could not finish is finished by the next owner process.
+            self._erasure_pending = self._may_vacuum and _erasure_requested(connection)
+
+        try:
+            self._pool = open_pool(
+                url, size=pool_size, timeout_s=connect_timeout_s, name="engram-store", prepare=prepare
+            )
+        except psycopg.Error as exc:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    # -- transactions -------------------------------------------------------------------------
+    def _checkout(self) -> Connection:
+        try:
+            return self._pool.getconn(timeout=self._timeout_s)
+        except (PoolTimeout, psycopg.Error) as exc:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    @contextmanager
+    def _transaction(self, connection: Connection, begin: str, *, writer: bool) -> Iterator[PostgresTx]:
+        """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE or TransientConflict."""
+        db = PsycopgConnection(connection)
+        try:
+            db.execute(begin)
+            if writer:
+                db.execute("SELECT set_config('lock_timeout', ?, true)", (LOCK_TIMEOUT,))
+                # One lock for every writer: simple, and obviously as serial as SQLite's BEGIN IMMEDIATE.
+                db.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+        except psycopg.Error as exc:
+            _rollback(connection)
+            raise _translated(exc) from exc
+        try:
+            yield PostgresTx(db)
+        except (psycopg.Error, StoreInvariantError) as exc:
+            _rollback(connection)
+            logger.error("transaction failed before commit: %s", type(exc).__name__)
+            raise _translated(exc) from exc
+        except BaseException:
+            _rollback(connection)
+            raise
+
+    @contextmanager
+    def write(self) -> Iterator[PostgresTx]:
+        connection = self._checkout()
+        try:
+            with self._transaction(connection, "BEGIN ISOLATION LEVEL READ COMMITTED", writer=True) as tx:
+                yield tx
+            try:
+                connection.execute("COMMIT")
+            except psycopg.Error as exc:
+                _rollback(connection)
+                logger.error("commit failed: %s", type(exc).__name__)
+                if is_transient(exc):  # the server says it rolled back: nothing was written
+                    raise TransientConflict() from exc
+                raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from exc
+        finally:
+            self._pool.putconn(connection)
+        if self._erasure_pending:
+            self.erase_physically()
+
+    @contextmanager
+    def read(self) -> Iterator[PostgresTx]:
+        connection = self._checkout()
+        try:
+            with self._transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", writer=False) as tx:
+                yield tx
+            _rollback(connection)
+        finally:
+            self._pool.putconn(connection)
+
+    # -- erasure ------------------------------------------------------------------------------
+    def erase_physically(self) -> bool:
+        """Pushes erased bodies and index tokens out of the tables' live files (the owner role only).
+
+        Plain VACUUM frees the pages of deleted rows but leaves their bytes in place, so after it the
+        index table, whose rows are tokens of plaintext, is rewritten (VACUUM FULL) whenever an erasure
+        asked for it; bodies are ciphertext whose data key is destroyed, and plain VACUUM suffices.
+        False when it could not: this role may not VACUUM (the runtime role: the next owner process
+        finishes it), or an older snapshot still needs the rows (retried after later writes). Freed
+        disk blocks, WAL segments, WAL archives and base backups are the operator's to manage.
+        """
+        if not self._may_vacuum:
+            return False
+        try:
+            connection = self._checkout()
+        except ContractError:
+            self._erasure_pending = True
+            return False
+        try:
+            self._erasure_pending = not _vacuum(connection)
+        except psycopg.Error as exc:
+            logger.error("vacuum failed: %s", type(exc).__name__)
+            self._erasure_pending = True
+        finally:
+            self._pool.putconn(connection)
+        return not self._erasure_pending
+
+    # -- host path ----------------------------------------------------------------------------
+    @contextmanager
+    def snapshot(self) -> Iterator[PostgresSnapshot]:
+        """The whole store in one consistent read-only snapshot, for a backup (owner role)."""
+        with self.read() as tx:
+            yield PostgresSnapshot(tx.connection)
+
+    @contextmanager
+    def load(self) -> Iterator[PostgresSnapshot]:
+        """One write transaction for a restore to fill the store in; it commits only if the block ends cleanly."""
+        with self.write() as tx:
+            yield PostgresSnapshot(tx.connection)
+
+    def holds_data(self) -> bool:
+        """Whether any scope has a journal: such a store must never get fresh keys (needs the owner role)."""
+        with self.read() as tx:
+            return tx.any_journal()
+
+    def close(self) -> None:
+        if self._erasure_pending:
+            self.erase_physically()
+        self._pool.close()
+
+
+def _rollback(connection: Connection) -> None:
+    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        try:
+            connection.execute("ROLLBACK")
+        except psycopg.Error:
+            logger.error("rollback failed")
+
+
+def _translated(exc: BaseException) -> ContractError:
+    return TransientConflict() if is_transient(exc) else ContractError(ErrorCode.STORE_UNAVAILABLE)
+
+
+def _vacuum(connection: Connection) -> bool:
+    """True when no erased row version is left in the tables' live files."""
+    requested = connection.execute("SELECT max(seq) FROM erasure_requests").fetchone()
+    connection.execute(f"VACUUM {', '.join(ERASED_TABLES)}")
+    left = connection.execute(
+        "SELECT COALESCE(sum(pg_stat_get_dead_tuples(c.oid)), 0) FROM pg_class AS c"
+        " WHERE c.oid = ANY (%s::regclass[]) OR c.oid IN"
+        " (SELECT reltoastrelid FROM pg_class WHERE oid = ANY (%s::regclass[]))",
+        (list(ERASED_TABLES), list(ERASED_TABLES)),
+    ).fetchone()
+    if left is None or int(left[0]) > 0:
+        return False  # an older snapshot still sees them: the rewrite would copy them along
+    if requested is not None and requested[0] is not None:
+        connection.execute("SELECT set_config('lock_timeout', %s, false)", (REWRITE_LOCK_TIMEOUT,))
+        try:
+            connection.execute("VACUUM FULL lexical_index")
+        finally:
+            connection.execute("RESET lock_timeout")
+        connection.execute("DELETE FROM erasure_requests WHERE seq <= %s", (requested[0],))
+    return True
+
+
+def _erasure_requested(connection: Connection) -> bool:
+    row = connection.execute("SELECT EXISTS (SELECT 1 FROM erasure_requests)").fetchone()
+    return bool(row and row[0])
+
+
+def _may_vacuum(connection: Connection) -> bool:
+    """PostgreSQL 15 lets only superusers and the owners of a table or of the database VACUUM it."""
+    row = connection.execute(
+        "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+        " OR pg_has_role(current_user, (SELECT datdba FROM pg_database WHERE datname = current_database()), 'USAGE')"
+        " OR (SELECT bool_and(pg_has_role(current_user, relowner, 'USAGE')) FROM pg_class"
+        "     WHERE oid = ANY (%s::regclass[]))",
+        (list(ERASED_TABLES),),
+    ).fetchone()
+    return bool(row and row[0])

@@ -1,0 +1,226 @@
+"""The key vault in a PostgreSQL database of its own (`init --vault`), never the store's database.
+
+It holds wrapped data keys, the ids of destroyed ones and binding revocations, like the SQLite vault.
+A dump of the store database therefore never carries a data key, and a key destroyed here has no
+other copy in any store backup. Row-level security confines the runtime role to the tenant its
+transaction names; destroying keys by id goes through engram_destroy_data_keys, which can only erase.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import psycopg
+from psycopg_pool import PoolTimeout
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports import RevocationRow, Scope, WrappedKey
+from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
+from engram_memory.stores.postgres.migrate import VAULT_MIGRATIONS, migrate, pending
+from engram_memory.stores.postgres.store import CONNECT_TIMEOUT_S, SchemaNotCurrent
+from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
+
+logger = logging.getLogger(__name__)
+
+VAULT_POOL_SIZE = 2
+
+
+class PostgresKeyVault:
+    """Every method commits on its own (see the KeyVault port)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = VAULT_POOL_SIZE,
+        run_migrations: bool = True,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> None:
+        """Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID, SchemaNotCurrent."""
+        self._timeout_s = connect_timeout_s
+
+        def prepare(connection: Connection) -> None:
+            if run_migrations:
+                migrate(connection, VAULT_MIGRATIONS)
+            else:
+                behind = pending(connection, VAULT_MIGRATIONS)
+                if behind:
+                    raise SchemaNotCurrent(behind)
+            row = connection.execute(
+                "SELECT pg_has_role(current_user, relowner, 'USAGE')"
+                " OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+                " FROM pg_class WHERE oid = 'data_keys'::regclass"
+            ).fetchone()
+            self._may_vacuum = bool(row and row[0])
+
+        try:
+            self._pool = open_pool(
+                url, size=pool_size, timeout_s=connect_timeout_s, name="engram-vault", prepare=prepare
+            )
+        except psycopg.Error as exc:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    @contextmanager
+    def _tx(self, tenant: str | None = None) -> Iterator[PsycopgConnection]:
+        """One committed transaction, naming its tenant for row-level security; STORE_UNAVAILABLE on failure."""
+        try:
+            connection = self._pool.getconn(timeout=self._timeout_s)
+        except (PoolTimeout, psycopg.Error) as exc:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        db = PsycopgConnection(connection)
+        try:
+            db.execute("BEGIN")
+            if tenant is not None:
+                db.execute("SELECT set_config('app.tenant', ?, true)", (tenant,))
+            yield db
+            db.execute("COMMIT")
+        except psycopg.Error as exc:
+            _rollback(connection)
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        except BaseException:
+            _rollback(connection)
+            raise
+        finally:
+            self._pool.putconn(connection)
+
+    def put(self, scope: Scope, owner_id: str, key: WrappedKey, at_ms: int) -> None:
+        with self._tx(scope.tenant) as db:
+            db.execute(
+                "INSERT INTO data_keys (owner_id, tenant, workspace, kek_id, wrapped, created_at_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (owner_id, scope.tenant, scope.workspace, key.kek_id, key.wrapped, at_ms),
+            )
+
+    def get(self, scope: Scope, owner_id: str) -> WrappedKey | None:
+        with self._tx(scope.tenant) as db:
+            row = db.execute(
+                "SELECT kek_id, wrapped FROM data_keys WHERE owner_id = ? AND tenant = ? AND workspace = ?",
+                (owner_id, scope.tenant, scope.workspace),
+            ).fetchone()
+        return None if row is None else WrappedKey(kek_id=row[0], wrapped=bytes(row[1]))
+
+    def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        """Idempotent. True once none of the keys is left in a committed state.
+
+        The deleted row versions are vacuumed at once when this role may (the owner), else by autovacuum;
+        a wrapped key opens nothing without the key-encryption key, which never enters the database.
+        """
+        if not owner_ids:
+            return True
+        try:
+            with self._tx() as db:
+                left = db.execute("SELECT engram_destroy_data_keys(?, ?)", (list(owner_ids), at_ms)).fetchone()
+        except ContractError:
+            logger.error("data keys could not be destroyed yet; they will be swept later")
+            return False
+        if self._may_vacuum:
+            self.checkpoint()
+        return left is not None and int(left[0]) == 0
+
+    def shredded(self, owner_ids: Sequence[str]) -> set[str]:
+        # Host path (restore): ids only, across tenants.
+        with self._tx() as db:
+            rows = db.execute("SELECT owner_id FROM shredded WHERE owner_id = ANY (?)", (list(owner_ids),)).fetchall()
+        return {str(row[0]) for row in rows}
+
+    def owners_created_before(self, at_ms: int) -> list[str]:
+        # Host path (housekeeping, verify): across tenants.
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT owner_id FROM data_keys WHERE created_at_ms < ? ORDER BY owner_id", (at_ms,)
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    # -- key rotation (host path) -----------------------------------------------------------------
+    def kek_ids(self) -> dict[str, int]:
+        with self._tx() as db:
+            rows = db.execute("SELECT kek_id, count(*) FROM data_keys GROUP BY kek_id").fetchall()
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def keys_under(self, kek_ids: Sequence[str], limit: int) -> list[VaultKey]:
+        if not kek_ids:
+            return []
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT owner_id, tenant, workspace, kek_id, wrapped FROM data_keys"
+                " WHERE kek_id = ANY (?) ORDER BY owner_id LIMIT ?",
+                (list(kek_ids), limit),
+            ).fetchall()
+        return [
+            VaultKey(
+                owner_id=str(row[0]),
+                scope=Scope(tenant=row[1], workspace=row[2]),
+                key=WrappedKey(kek_id=str(row[3]), wrapped=bytes(row[4])),
+            )
+            for row in rows
+        ]
+
+    def rewrap(self, moves: Sequence[Rewrap]) -> int:
+        """Applies the moves in one transaction, compare-and-set on the old KEK (see SQLiteKeyVault.rewrap)."""
+        if not moves:
+            return 0
+        moved = 0
+        with self._tx() as db:
+            for move in moves:
+                moved += db.execute(
+                    "UPDATE data_keys SET kek_id = ?, wrapped = ? WHERE owner_id = ? AND kek_id = ?",
+                    (move.key.kek_id, move.key.wrapped, move.owner_id, move.old_kek_id),
+                ).rowcount
+        return moved
+
+    def checkpoint(self) -> bool:
+        """VACUUMs the key table so replaced and deleted wraps leave its pages; False when this role may not."""
+        if not self._may_vacuum:
+            return False
+        try:
+            connection = self._pool.getconn(timeout=self._timeout_s)
+        except (PoolTimeout, psycopg.Error):
+            return False
+        try:
+            connection.execute("VACUUM data_keys")
+        except psycopg.Error:
+            return False
+        finally:
+            self._pool.putconn(connection)
+        return True
+
+    # -- revocations ------------------------------------------------------------------------------
+    def revoke(self, row: RevocationRow) -> RevocationRow:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO revocations (token_id, revoked_at_ms, revoked_by) VALUES (?, ?, ?)"
+                " ON CONFLICT (token_id) DO NOTHING",
+                (row.token_id, row.revoked_at_ms, row.revoked_by),
+            )
+            stored = db.execute(
+                "SELECT token_id, revoked_at_ms, revoked_by FROM revocations WHERE token_id = ?", (row.token_id,)
+            ).fetchone()
+        return RevocationRow(token_id=stored[0], revoked_at_ms=stored[1], revoked_by=stored[2])
+
+    def is_revoked(self, token_id: str) -> bool:
+        with self._tx() as db:
+            return db.execute("SELECT 1 FROM revocations WHERE token_id = ?", (token_id,)).fetchone() is not None
+
+    def revocation_count(self) -> int:
+        with self._tx() as db:
+            return int(db.execute("SELECT count(*) FROM revocations").fetchone()[0])
+
+    def counts(self) -> VaultCounts:
+        # Host path (stats): ids counted across tenants, nothing read.
+        with self._tx() as db:
+            keys = int(db.execute("SELECT count(*) FROM data_keys").fetchone()[0])
+            destroyed = int(db.execute("SELECT count(*) FROM shredded").fetchone()[0])
+        return VaultCounts(keys=keys, destroyed=destroyed)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _rollback(connection: Connection) -> None:
+    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        try:
+            connection.execute("ROLLBACK")
+        except psycopg.Error:
+            logger.error("rollback failed")

@@ -1,0 +1,1 @@
+"""What the SQLite and PostgreSQL stores share: the portable statements of the store port and the migration ledger."""

@@ -1,0 +1,31 @@
+"""The one seam between the shared statements and a dialect: the connection and the few SQL fragments that differ."""
+
+from __future__ import annotations
+
+from engram_memory.stores.sql.connection import SqlConnection
+
+
+class StoreInvariantError(Exception):
+    """A statement would break what the schema cannot say (index statistics of a scope with no journal, ...).
+
+    Stores treat it like a driver error: the transaction rolls back and the caller sees STORE_UNAVAILABLE.
+    """
+
+
+class SqlBase:
+    """What every statement mixin reads: the open connection and the dialect's fragments (SQLite's by default)."""
+
+    _db: SqlConnection
+
+    def _enter_tenant(self, tenant: str) -> None:
+        """Called before a statement touches a tenant's rows; PostgreSQL's row-level security needs it."""
+
+    @staticmethod
+    def _json_text(column: str, *path: str) -> str:
+        """An expression for the text at `path` inside a JSON text column."""
+        return f"json_extract({column}, '$.{'.'.join(path)}')"
+
+    @staticmethod
+    def _raw(column: str) -> str:
+        """An expression for a text column's stored bytes, so damaged text reaches the verifier undecoded."""
+        return f"CAST({column} AS BLOB)"

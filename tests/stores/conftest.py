@@ -1,0 +1,29 @@
+"""The `store` fixture: each conformance test runs on a fresh SQLite file and on a fresh PostgreSQL database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engram_memory.engine.ports import Store
+from engram_memory.stores.postgres.store import PostgresStore
+from engram_memory.stores.sqlite.store import SQLiteStore
+
+STORES = ["sqlite", "postgresql"]
+
+
+def open_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if kind == "sqlite":
+        return SQLiteStore(tmp_path / "store.db")
+    return PostgresStore(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(request.param, request, tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()

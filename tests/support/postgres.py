@@ -1,0 +1,129 @@
+"""A throwaway PostgreSQL cluster for the test session: initdb into a temp dir, unix socket only, no TCP.
+
+`initdb` refuses root, and CI runs as root: the cluster then runs as the `postgres` OS user. The
+server binaries come from ENGRAM_PG_BIN, `pg_config --bindir`, or /usr/lib/postgresql/*/bin. A
+missing server is a failure, never a skip: CI installs it (see .ci/run).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import psycopg
+
+from engram_memory.host.settings import HostPaths
+
+SUPERUSER = "postgres"
+OWNER_ROLE = "engram_owner"
+APP_ROLE = "engram_app"
+_databases = itertools.count(1)
+
+
+def server_bindir() -> Path:
+    candidates: list[str] = []
+    if os.environ.get("ENGRAM_PG_BIN"):
+        candidates.append(os.environ["ENGRAM_PG_BIN"])
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        done = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False)
+        candidates.append(done.stdout.strip())
+    candidates.extend(sorted((str(path) for path in Path("/usr/lib/postgresql").glob("*/bin")), reverse=True))
+    for folder in candidates:
+        if folder and (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():
+            return Path(folder)
+    raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) are not installed: run .ci/run or install them")
+
+
+class PostgresCluster:
+    """One cluster per test session; `new_database()` gives each test its own database."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.data = base / "data"
+        self.socket_dir = base / "sock"
+        self.bindir = server_bindir()
+        self._as_postgres = os.geteuid() == 0
+
+    def _run(self, command: Sequence[str]) -> None:
+        full = ["runuser", "-u", "postgres", "--", *command] if self._as_postgres else list(command)
+        done = subprocess.run(full, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{Path(command[0]).name} failed: {done.stderr.strip() or done.stdout.strip()}")
+
+    def start(self) -> None:
+        self.socket_dir.mkdir(parents=True, exist_ok=True)
+        if self._as_postgres:
+            shutil.chown(self.base, "postgres", "postgres")
+            shutil.chown(self.socket_dir, "postgres", "postgres")
+        self._run(
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ]
+        )
+        options = (
+            f"-k {self.socket_dir} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
+            " -c full_page_writes=off -c max_connections=200"
+        )
+        self._run(
+            [
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-o",
+                options,
+                "-l",
+                str(self.base / "server.log"),
+                "-w",
+                "start",
+            ]
+        )
+        with self.connect(SUPERUSER, "postgres") as db:
+            db.execute(f"CREATE ROLE {OWNER_ROLE} LOGIN BYPASSRLS")
+            db.execute(f"CREATE ROLE {APP_ROLE} LOGIN")
+
+    def stop(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            self._run([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"])
+
+    def url(self, role: str, database: str) -> str:
+        return f"postgresql://{role}@/{database}?host={self.socket_dir}"
+
+    def connect(self, role: str, database: str) -> psycopg.Connection[tuple[object, ...]]:
+        return psycopg.connect(self.url(role, database), autocommit=True)
+
+    def new_database(self, prefix: str = "engram") -> str:
+        """A fresh, empty database owned by the owner role; its name."""
+        name = f"{prefix}_{os.getpid()}_{next(_databases)}"
+        with self.connect(SUPERUSER, "postgres") as db:
+            db.execute(f"CREATE DATABASE {name} OWNER {OWNER_ROLE}")
+        return name
+
+
+def owner_url(cluster: PostgresCluster, database: str) -> str:
+    return cluster.url(OWNER_ROLE, database)
+
+
+def make_postgres_home(
+    folder: Path, cluster: PostgresCluster, *, app_role: str | None = APP_ROLE, own_vault: bool = True
+) -> HostPaths:
+    """A real host home on a fresh PostgreSQL database (and a vault database of its own), as `init` makes it."""
+    from engram_memory.host.compose import init_home
+
+    paths = HostPaths(home=folder)
+    store = owner_url(cluster, cluster.new_database())
+    vault = owner_url(cluster, cluster.new_database("engram_keys")) if own_vault else None
+    init_home(paths, store, app_role=app_role, vault=vault)
+    return paths
