@@ -24,7 +24,14 @@ from engram_memory.engine.ports import ConfirmationRow
 from engram_memory.host import cli_keys, cli_operations, cli_records, cli_review
 from engram_memory.host.bindings import BindingError, issue_binding, parse_duration
 from engram_memory.host.cli_common import HomeOption, JsonOption, err, fail, one_line, out
-from engram_memory.host.compose import HomeError, current_user, init_home, open_engine, verify_token
+from engram_memory.host.compose import (
+    HomeError,
+    current_user,
+    init_home,
+    open_engine,
+    serving_engines,
+    verify_token,
+)
 from engram_memory.host.keyfiles import KeyFileError, load_signing_key
 from engram_memory.host.settings import HOUSEKEEPING_INTERVAL_S, binding_from_environment, resolve_home
 
@@ -183,21 +190,21 @@ def serve(
     try:
         if http:
             refuse_unsafe_address(host, allow_remote)
-        with open_engine(paths) as engine:
+        with serving_engines(paths) as (agents, owner):
             # A store that fails its start-up check is refused rather than allowed to answer wrongly.
-            first = verify_store(engine.deps, full=False).first
+            first = verify_store(owner.deps, full=False).first
             if first is not None:
                 fail(f"{first.line}; run engram-memory verify")
             if http:
                 public_key = load_signing_key(paths).public_key()
-                serve_http(engine, public_key, host=host, port=port, housekeeping_every_s=housekeeping_every)
+                serve_http(agents, owner, public_key, host=host, port=port, housekeeping_every_s=housekeeping_every)
                 return
             verified, reason = verify_token(paths, binding_from_environment(binding))
             if reason is not None:
                 log.warning(reason)
             else:
                 log.info("serving over stdio; binding %s verified", verified.token_id if verified else "-")
-            anyio.run(serve_with_housekeeping, build_server(engine, lambda _ctx: verified), engine, housekeeping_every)
+            anyio.run(serve_with_housekeeping, build_server(agents, lambda _ctx: verified), owner, housekeeping_every)
     except ListenError as exc:
         fail(str(exc))
     except (HomeError, KeyFileError) as exc:

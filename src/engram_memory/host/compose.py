@@ -267,6 +267,20 @@ def open_vault(paths: HostPaths, *, runtime: bool = False) -> HostKeyVault:
 
 
 @contextmanager
+def serving_engines(paths: HostPaths) -> Iterator[tuple[Engine, Engine]]:
+    """(agents, owner): agent calls through the runtime role, housekeeping and checks as the owner.
+
+    On SQLite both are the same engine: there is no role to separate.
+    """
+    if not store_settings(paths).is_postgres:
+        with open_engine(paths) as engine:
+            yield engine, engine
+        return
+    with open_engine(paths) as owner, open_engine(paths, runtime=True) as agents:
+        yield agents, owner
+
+
+@contextmanager
 def open_engine(paths: HostPaths, *, runtime: bool = False) -> Iterator[Engine]:
     """An engine over the home's store; the store is closed when the block ends.
 

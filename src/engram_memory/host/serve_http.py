@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from engram_memory.contract.binding import Binding
 from engram_memory.engine.engine import Engine
 from engram_memory.host.bindings import BindingError, verify_binding
-from engram_memory.host.serving import housekeep_once
+from engram_memory.host.serving import housekeeping_loop
 from engram_memory.mcp.http import MCP_PATH, TokenCheck, build_http_app, is_loopback, request_binding
 from engram_memory.mcp.server import build_server
 
@@ -89,28 +89,31 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-async def _housekeeping(engine: Engine, interval_s: float) -> None:
-    while True:
-        await anyio.to_thread.run_sync(housekeep_once, engine)
-        await anyio.sleep(interval_s)
-
-
-async def _serve(server: uvicorn.Server, sock: socket.socket, engine: Engine, interval_s: float) -> None:
+async def _serve(server: uvicorn.Server, sock: socket.socket, owner: Engine, interval_s: float) -> None:
     async with anyio.create_task_group() as group:
-        group.start_soon(_housekeeping, engine, interval_s)
+        group.start_soon(housekeeping_loop, owner, interval_s)
         await server.serve(sockets=[sock])
         group.cancel_scope.cancel()
 
 
 def serve_http(
-    engine: Engine, public_key: Ed25519PublicKey, *, host: str, port: int, housekeeping_every_s: float
+    agents: Engine,
+    owner: Engine,
+    public_key: Ed25519PublicKey,
+    *,
+    host: str,
+    port: int,
+    housekeeping_every_s: float,
 ) -> None:
-    """Serves until SIGINT or SIGTERM. Raises ListenError when the address cannot be bound."""
+    """Serves until SIGINT or SIGTERM. Raises ListenError when the address cannot be bound.
+
+    `agents` answers the calls (the runtime role on PostgreSQL); `owner` runs the housekeeping.
+    """
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every stateless request at INFO
     sock = listen(host, port)
     try:
         bound_port = int(sock.getsockname()[1])
-        app = build_http_app(build_server(engine, request_binding), token_check(public_key), host=host, port=bound_port)
+        app = build_http_app(build_server(agents, request_binding), token_check(public_key), host=host, port=bound_port)
         config = uvicorn.Config(
             app,
             lifespan="on",
@@ -123,7 +126,7 @@ def serve_http(
         if not is_loopback(host):
             logger.warning("listening beyond this machine: only behind a TLS-terminating proxy")
         logger.info("serving MCP over streamable HTTP at %s", endpoint_url(host, bound_port))
-        anyio.run(_serve, _Server(config), sock, engine, housekeeping_every_s)
+        anyio.run(_serve, _Server(config), sock, owner, housekeeping_every_s)
     except KeyboardInterrupt:  # Ctrl-C before uvicorn took over the signals
         logger.info("stopped")
     finally:

@@ -22,10 +22,15 @@ logger = logging.getLogger(__name__)
 
 
 def housekeep_once(engine: Engine) -> tuple[int, int]:
-    """(records expired, data keys swept); zeros when the store was unavailable this time."""
+    """(records expired, data keys swept); zeros when the store was unavailable this time.
+
+    `engine` must be the owner's: expiry and the sweep span tenants, and on PostgreSQL only the
+    owner may finish the physical erasure that an agent's forget asked for.
+    """
     try:
         expired = expire_due(engine.deps, engine.deps.clock.now_ms())
         swept = sweep_ended_keys(engine.deps)
+        engine.deps.store.erase_physically()
     except ContractError as exc:
         logger.warning("housekeeping skipped: %s", exc.code.value)
         return 0, 0
@@ -34,14 +39,14 @@ def housekeep_once(engine: Engine) -> tuple[int, int]:
     return len(expired), swept
 
 
-async def _housekeeping(engine: Engine, interval_s: float) -> None:
+async def housekeeping_loop(engine: Engine, interval_s: float) -> None:
     while True:
         await anyio.to_thread.run_sync(housekeep_once, engine)
         await anyio.sleep(interval_s)
 
 
-async def serve_with_housekeeping(server: Server[Any], engine: Engine, interval_s: float) -> None:
+async def serve_with_housekeeping(server: Server[Any], owner: Engine, interval_s: float) -> None:
     async with anyio.create_task_group() as group:
-        group.start_soon(_housekeeping, engine, interval_s)
+        group.start_soon(housekeeping_loop, owner, interval_s)
         await serve_stdio(server)
         group.cancel_scope.cancel()
