@@ -1,4 +1,8 @@
-"""Engine fixtures: an in-process agent over a real home, with a clock the test controls."""
+"""Engine fixtures: in-process agents over a real home on either store, with a clock the test controls.
+
+`steered` is the host's engine (the owner role on PostgreSQL); `served` answers agent calls as `serve`
+does (the runtime role, behind row-level security); on SQLite the two are one engine.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import pytest
 from engram_memory.engine.engine import Engine
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock
-from tests.support.engines import steered_engine
+from tests.support.engines import steered_engines
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 
@@ -20,11 +24,21 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def steered(paths: HostPaths, clock: ManualClock) -> Iterator[Engine]:
-    with steered_engine(paths, clock=clock) as engine:
-        yield engine
+def engines(paths: HostPaths, clock: ManualClock) -> Iterator[tuple[Engine, Engine]]:
+    with steered_engines(paths, clock=clock) as pair:
+        yield pair
 
 
 @pytest.fixture
-def agent(paths: HostPaths, steered: Engine) -> InProcessAgent:
-    return InProcessAgent(steered, bind(paths).binding)
+def steered(engines: tuple[Engine, Engine]) -> Engine:
+    return engines[1]
+
+
+@pytest.fixture
+def served(engines: tuple[Engine, Engine]) -> Engine:
+    return engines[0]
+
+
+@pytest.fixture
+def agent(paths: HostPaths, served: Engine) -> InProcessAgent:
+    return InProcessAgent(served, bind(paths).binding)

@@ -1,17 +1,30 @@
-"""Forget and withdraw erase for real: no byte of the text survives in any file under the store folder."""
+"""Forget and withdraw erase for real: no byte of the text survives in the store at rest.
+
+SQLite: no file under the store folder holds it. PostgreSQL: no row of any table holds it, and once the
+owner has run the physical erasure the index table lives in new files (the old pages held its tokens);
+agent calls run as the runtime role, which may not VACUUM, so the owner finishes what they start.
+"""
 
 from __future__ import annotations
 
 import secrets
 from pathlib import Path
 
+import psycopg
+
 from engram_memory.engine.engine import Engine
+from engram_memory.host.compose import store_settings
 from engram_memory.host.settings import HostPaths
+from engram_memory.stores.sqlite.store import SQLiteStore
+from tests.support.clocks import ManualClock
+from tests.support.engines import steered_engine, steered_engines
+from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import unique_key
+from tests.support.raw import raw_store, readable_in_store, relation_file
 
 
-def _store_bytes(paths: HostPaths) -> bytes:
+def _sqlite_bytes(paths: HostPaths) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(Path(paths.store_dir).rglob("*")) if path.is_file())
 
 
@@ -19,27 +32,47 @@ def _approve(engine: Engine) -> None:
     engine.approve_confirmation(engine.confirmations()[0][0].confirmation_id, decided_by="host:test", ttl_ms=60_000)
 
 
-def test_forget_erases_plaintext_and_tokens_from_every_store_file(
+def _forget(agent: InProcessAgent, steered: Engine, record_id: str) -> None:
+    args = {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r"}
+    agent.error_code("engram_memory_forget", args)
+    _approve(steered)
+    agent.value("engram_memory_forget", args)
+
+
+def test_forget_erases_plaintext_and_tokens_from_the_store_at_rest(
     agent: InProcessAgent, steered: Engine, paths: HostPaths
 ) -> None:
     marker = "zanzibarquux" + secrets.token_hex(4)
     record_id = agent.remember(f"The {marker} cluster keeps its quorum across zones.", context=f"{marker} context")
     agent.remember("An unrelated neighbour record keeps the index busy.")
     assert agent.found_ids(marker) == [record_id]
-    assert marker.encode() in _store_bytes(paths)
-    args = {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r"}
-    agent.error_code("engram_memory_forget", args)
-    _approve(steered)
-    agent.value("engram_memory_forget", args)
-    data = _store_bytes(paths).lower()
-    assert marker.encode() not in data
+    assert readable_in_store(paths, [marker]) != []
+    postgres = store_settings(paths).is_postgres
+    index_file = relation_file(paths, "lexical_index") if postgres else ""
+    _forget(agent, steered, record_id)
+    assert steered.deps.store.erase_physically()  # the owner's pass: a no-op on SQLite, VACUUM on PostgreSQL
+    assert readable_in_store(paths, [marker]) == []
+    if postgres:
+        assert relation_file(paths, "lexical_index") != index_file
+        with raw_store(paths) as db:
+            assert db.count("erasure_requests") == 0
     assert agent.found_ids(marker) == []
     assert agent.found_ids("unrelated neighbour") != []
 
 
-def test_withdraw_destroys_the_candidate_body(agent: InProcessAgent, steered: Engine, paths: HostPaths) -> None:
-    import sqlite3
+def test_forget_erases_plaintext_from_every_sqlite_file(sqlite_paths: HostPaths) -> None:
+    paths = sqlite_paths
+    with steered_engine(paths, clock=ManualClock()) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        marker = "zanzibarquux" + secrets.token_hex(4)
+        record_id = agent.remember(f"The {marker} cluster keeps its quorum.", context=f"{marker} context")
+        agent.remember("An unrelated neighbour record keeps the index busy.")
+        assert marker.encode() in _sqlite_bytes(paths)
+        _forget(agent, engine, record_id)
+        assert marker.encode() not in _sqlite_bytes(paths).lower()
 
+
+def test_withdraw_destroys_the_candidate_body(agent: InProcessAgent, steered: Engine, paths: HostPaths) -> None:
     candidate = agent.capture("A draft about the osprey migration.")["candidate_id"]
     args = {"candidate_id": candidate, "idempotency_key": unique_key("w"), "reason_ref": "r"}
     agent.error_code("engram_memory_withdraw", args)
@@ -47,11 +80,10 @@ def test_withdraw_destroys_the_candidate_body(agent: InProcessAgent, steered: En
     value = agent.value("engram_memory_withdraw", args)
     assert value["key_destruction"] == "complete"
     assert value["receipt"]["from_state"] == "pending" and value["receipt"]["to_state"] == "withdrawn"
-    with sqlite3.connect(paths.sqlite_file) as db:
-        assert db.execute("SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", (candidate,)).fetchone() == (0,)
-        assert db.execute("SELECT state FROM candidates WHERE candidate_id = ?", (candidate,)).fetchone() == (
-            "withdrawn",
-        )
+    with raw_store(paths) as db:
+        assert db.count("sealed_bodies", "owner_id = ?", (candidate,)) == 0
+        assert db.rows("SELECT state FROM candidates WHERE candidate_id = ?", (candidate,)) == [("withdrawn",)]
+    assert steered.deps.vault.shredded([candidate]) == {candidate}
 
 
 def test_forgotten_content_recaptured_waits_for_a_human(
@@ -59,10 +91,7 @@ def test_forgotten_content_recaptured_waits_for_a_human(
 ) -> None:
     text = "The heron rollout was cancelled."
     record_id = agent.remember(text)
-    args = {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r"}
-    agent.error_code("engram_memory_forget", args)
-    _approve(steered)
-    agent.value("engram_memory_forget", args)
+    _forget(agent, steered, record_id)
     policy = paths.policy.read_text()
     paths.policy.write_text(policy.replace("require_attestation = false", "require_attestation = true"))
     refused = agent.capture(text)
@@ -76,32 +105,54 @@ def test_forgotten_content_recaptured_waits_for_a_human(
 
 def test_forget_of_a_tombstoned_record_is_already_terminal(agent: InProcessAgent, steered: Engine) -> None:
     record_id = agent.remember("Short-lived fact.")
-    args = {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r"}
-    agent.error_code("engram_memory_forget", args)
-    _approve(steered)
-    agent.value("engram_memory_forget", args)
+    _forget(agent, steered, record_id)
     again = {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r"}
     assert agent.error_code("engram_memory_forget", again) == "ALREADY_TERMINAL"
     assert agent.get(record_id)["error"]["code"] == "NOT_FOUND"
 
 
-def test_erasure_held_back_by_a_reader_completes_after_the_next_write(
-    agent: InProcessAgent, steered: Engine, paths: HostPaths
-) -> None:
+def test_erasure_held_back_by_a_sqlite_reader_completes_after_the_next_write(sqlite_paths: HostPaths) -> None:
     import sqlite3
 
-    marker = "quokkaflux" + secrets.token_hex(4)
-    record_id = agent.remember(f"The {marker} job runs hourly.")
-    reader = sqlite3.connect(paths.sqlite_file, isolation_level=None)
-    reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM records").fetchone()
-    args = {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r"}
-    agent.error_code("engram_memory_forget", args)
-    _approve(steered)
-    agent.value("engram_memory_forget", args)
-    assert agent.found_ids(marker) == []
-    assert marker.encode() in _store_bytes(paths).lower()  # the reader's snapshot still pins the old pages
-    reader.execute("ROLLBACK")
-    reader.close()
-    agent.capture("Any later write lets the held-back checkpoint finish.")
-    assert marker.encode() not in _store_bytes(paths).lower()
+    paths = sqlite_paths
+    # A short busy timeout: the checkpoint gives up on the reader at once instead of after ten seconds.
+    store = SQLiteStore(paths.sqlite_file, busy_timeout_ms=200)
+    with steered_engine(paths, clock=ManualClock(), store=store) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        marker = "quokkaflux" + secrets.token_hex(4)
+        record_id = agent.remember(f"The {marker} job runs hourly.")
+        reader = sqlite3.connect(paths.sqlite_file, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM records").fetchone()
+        _forget(agent, engine, record_id)
+        assert agent.found_ids(marker) == []
+        assert marker.encode() in _sqlite_bytes(paths).lower()  # the reader's snapshot still pins the old pages
+        reader.execute("ROLLBACK")
+        reader.close()
+        agent.capture("Any later write lets the held-back checkpoint finish.")
+        assert marker.encode() not in _sqlite_bytes(paths).lower()
+
+
+def test_erasure_held_back_by_an_old_postgres_snapshot_completes_after_the_next_owner_write(
+    postgres_paths: HostPaths,
+) -> None:
+    """The PostgreSQL twin of the SQLite reader test: VACUUM cannot drop rows an open snapshot still sees."""
+    paths = postgres_paths
+    with steered_engines(paths, clock=ManualClock()) as (served, steered):
+        agent = InProcessAgent(served, bind(paths).binding)
+        marker = "quokkaflux" + secrets.token_hex(4)
+        record_id = agent.remember(f"The {marker} job runs hourly.")
+        index_file = relation_file(paths, "lexical_index")
+        with psycopg.connect(store_settings(paths).store, autocommit=True) as reader:
+            reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            reader.execute("SELECT count(*) FROM lexical_index").fetchone()
+            _forget(agent, steered, record_id)
+            assert agent.found_ids(marker) == []
+            assert not steered.deps.store.erase_physically()  # the old snapshot still sees the index row
+            assert relation_file(paths, "lexical_index") == index_file
+            reader.execute("ROLLBACK")
+        InProcessAgent(steered, bind(paths).binding).capture("Any later write by the owner finishes the erasure.")
+        assert relation_file(paths, "lexical_index") != index_file
+        with raw_store(paths) as db:
+            assert db.count("erasure_requests") == 0
+        assert readable_in_store(paths, [marker]) == []

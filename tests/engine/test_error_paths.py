@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -12,17 +11,23 @@ from engram_memory.engine.engine import Engine
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
-from tests.support.faults import CommitReplyLost
+from tests.support.faults import commit_fault
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args, unique_key
+from tests.support.raw import raw_store
 
 TABLES = ("journal", "candidates", "records", "sealed_bodies", "idempotency", "tombstones", "lexical_index")
 
 
 def _snapshot(paths: HostPaths) -> dict[str, list[tuple[Any, ...]]]:
-    with sqlite3.connect(paths.sqlite_file) as db:
-        return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in TABLES}
+    with raw_store(paths) as db:
+        return {table: db.rows(f"SELECT * FROM {table} ORDER BY 1") for table in TABLES}
+
+
+def _cursors(paths: HostPaths) -> list[int]:
+    with raw_store(paths) as db:
+        return [row[0] for row in db.rows("SELECT cursor FROM journal ORDER BY cursor")]
 
 
 def _approve_all(engine: Engine) -> None:
@@ -87,7 +92,7 @@ def test_withdraw_of_an_accepted_candidate_is_illegal_transition(agent: InProces
 
 def test_admission_with_a_missing_candidate_body_is_blob_missing(agent: InProcessAgent, paths: HostPaths) -> None:
     candidate = agent.capture("Its body will vanish.")["candidate_id"]
-    with sqlite3.connect(paths.sqlite_file) as db:
+    with raw_store(paths) as db:
         db.execute("DELETE FROM sealed_bodies WHERE owner_id = ?", (candidate,))
     before = _snapshot(paths)
     args = {"candidate_id": candidate, "idempotency_key": unique_key("admit")}
@@ -115,7 +120,7 @@ def _forget(agent: InProcessAgent) -> tuple[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("setup", [_admission, _withdraw, _forget], ids=["admission", "withdraw", "forget"])
 def test_mutation_outcome_unknown_resolves_by_replay_simulated(paths: HostPaths, setup: Setup) -> None:
-    store = CommitReplyLost(paths.sqlite_file)
+    store = commit_fault(paths)
     with steered_engine(paths, clock=ManualClock(), store=store) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
         tool, args = setup(agent)
@@ -127,8 +132,8 @@ def test_mutation_outcome_unknown_resolves_by_replay_simulated(paths: HostPaths,
         assert lost["error"]["code"] == "MUTATION_OUTCOME_UNKNOWN" and lost["error"]["retriable"] is True
         resolved = agent.value(tool, args)
         assert resolved["replayed"] is True
-        events = _snapshot(paths)["journal"]
-        assert len(events) == len({row[2] for row in events})
+        cursors = _cursors(paths)
+        assert cursors == list(range(1, len(cursors) + 1))
 
 
 def test_gated_replay_needs_no_new_approval(agent: InProcessAgent, steered: Engine) -> None:

@@ -2,28 +2,27 @@
 
 Where a fault can be caused for real it is (a lock held by another connection, a deleted row, a broken
 file). The lost commit reply and the policy race cannot be caused on demand; those tests say so.
+Every test runs on both stores.
 """
 
 from __future__ import annotations
-
-import sqlite3
 
 import pytest
 
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.policy import AdmissionPolicy
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.store import SQLiteStore
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
-from tests.support.faults import CommitReplyLost
+from tests.support.faults import NOT_COMMITTED, commit_fault, impatient_store, reads_raise, write_lock_held
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args, unique_key
+from tests.support.raw import raw_store, rows
 
 
 def test_mutation_outcome_unknown_when_commit_reply_is_lost_simulated(paths: HostPaths) -> None:
-    store = CommitReplyLost(paths.sqlite_file)
+    store = commit_fault(paths)
     with steered_engine(paths, clock=ManualClock(), store=store) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
         args = capture_args("Idempotency keys make retries safe.")
@@ -36,21 +35,14 @@ def test_mutation_outcome_unknown_when_commit_reply_is_lost_simulated(paths: Hos
         }
         resolved = agent.value("engram_memory_capture", args)
         assert resolved["status"] == "duplicate_exact"
-        with sqlite3.connect(paths.sqlite_file) as db:
-            assert db.execute("SELECT count(*) FROM candidates").fetchone() == (1,)
+        with raw_store(paths) as db:
+            assert db.count("candidates") == 1
 
 
-def test_mutation_outcome_unknown_resolves_to_first_execution_when_commit_did_not_happen(paths: HostPaths) -> None:
-    class CommitFails(SQLiteStore):
-        armed = False
-
-        def _commit(self) -> None:
-            if self.armed:
-                self.armed = False
-                raise sqlite3.OperationalError("disk I/O error")
-            super()._commit()
-
-    store = CommitFails(paths.sqlite_file)
+def test_mutation_outcome_unknown_resolves_to_first_execution_when_commit_did_not_happen_simulated(
+    paths: HostPaths,
+) -> None:
+    store = commit_fault(paths, NOT_COMMITTED)
     with steered_engine(paths, clock=ManualClock(), store=store) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
         args = capture_args("A retry after an unknown outcome runs exactly once.")
@@ -60,24 +52,21 @@ def test_mutation_outcome_unknown_resolves_to_first_execution_when_commit_did_no
         assert agent.value("engram_memory_capture", args)["status"] == "duplicate_exact"
 
 
-def test_store_unavailable_when_another_writer_holds_the_lock(paths: HostPaths) -> None:
-    store = SQLiteStore(paths.sqlite_file, busy_timeout_ms=100)
+def test_store_unavailable_when_another_writer_holds_the_lock(
+    paths: HostPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = impatient_store(paths, monkeypatch)
     with steered_engine(paths, clock=ManualClock(), store=store) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
-        other = sqlite3.connect(paths.sqlite_file, isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")
-        try:
+        with write_lock_held(paths):
             envelope = agent.call("engram_memory_capture", capture_args("Locked out."))
-        finally:
-            other.execute("ROLLBACK")
-            other.close()
         assert envelope["error"]["code"] == "STORE_UNAVAILABLE" and envelope["error"]["retriable"] is True
         assert agent.value("engram_memory_capture", capture_args("Not locked any more."))["cursor"] == 1
 
 
 def test_blob_missing_when_a_record_body_is_gone(agent: InProcessAgent, paths: HostPaths) -> None:
     record_id = agent.remember("The search index is rebuilt on deploy.")
-    with sqlite3.connect(paths.sqlite_file) as db:
+    with raw_store(paths) as db:
         db.execute("DELETE FROM sealed_bodies WHERE owner_id = ?", (record_id,))
     assert agent.get(record_id)["error"] == {
         "code": "BLOB_MISSING",
@@ -95,8 +84,8 @@ def test_blob_missing_when_a_record_body_is_gone(agent: InProcessAgent, paths: H
 def test_blob_missing_when_a_body_is_moved_to_another_record(agent: InProcessAgent, paths: HostPaths) -> None:
     first = agent.remember("First body.")
     second = agent.remember("Second body.")
-    with sqlite3.connect(paths.sqlite_file) as db:
-        (first_body,) = db.execute("SELECT ciphertext FROM sealed_bodies WHERE owner_id = ?", (first,)).fetchone()
+    with raw_store(paths) as db:
+        first_body = db.value("SELECT ciphertext FROM sealed_bodies WHERE owner_id = ?", (first,))
         db.execute("UPDATE sealed_bodies SET ciphertext = ? WHERE owner_id = ?", (first_body, second))
     assert agent.get(second)["error"]["code"] == "BLOB_MISSING"
 
@@ -133,8 +122,7 @@ def test_policy_stale_when_policy_changes_before_commit_simulated(paths: HostPat
         args = {"candidate_id": candidate, "idempotency_key": unique_key("admit")}
         envelope = agent.call("engram_memory_request_admission", args)
         assert envelope["error"]["code"] == "POLICY_STALE" and envelope["error"]["retriable"] is True
-    with sqlite3.connect(paths.sqlite_file) as db:
-        assert db.execute("SELECT state FROM candidates").fetchall() == [("pending",)]
+    assert rows(paths, "SELECT state FROM candidates") == [("pending",)]
 
 
 def test_policy_stale_when_decision_takes_longer_than_300_seconds(paths: HostPaths) -> None:
@@ -149,12 +137,10 @@ def test_policy_stale_when_decision_takes_longer_than_300_seconds(paths: HostPat
         assert envelope["error"]["code"] == "POLICY_STALE"
 
 
-def test_unexpected_fault_becomes_constant_envelope(paths: HostPaths, caplog: pytest.LogCaptureFixture) -> None:
-    class Broken(SQLiteStore):
-        def read(self):  # type: ignore[no-untyped-def]
-            raise RuntimeError("secret internal detail /var/lib/x")
-
-    with steered_engine(paths, clock=ManualClock(), store=Broken(paths.sqlite_file)) as engine:
+def test_unexpected_fault_becomes_constant_envelope_simulated(
+    paths: HostPaths, caplog: pytest.LogCaptureFixture
+) -> None:
+    with steered_engine(paths, clock=ManualClock(), store=reads_raise(paths)) as engine:
         envelope = engine.handle(
             bind(paths).binding, "engram_memory_search", {"query": "q", "purpose_ref": "purpose:tests"}
         )
@@ -163,8 +149,8 @@ def test_unexpected_fault_becomes_constant_envelope(paths: HostPaths, caplog: py
     assert envelope["auditId"] in caplog.text
 
 
-def test_expired_binding_answers_authorization_expired(paths: HostPaths, steered: Engine, clock: ManualClock) -> None:
-    agent = InProcessAgent(steered, bind(paths, lifetime_s=60).binding)
+def test_expired_binding_answers_authorization_expired(paths: HostPaths, served: Engine, clock: ManualClock) -> None:
+    agent = InProcessAgent(served, bind(paths, lifetime_s=60).binding)
     assert agent.capture("Still valid.")["status"] == "committed_pending"
     clock.advance(61_000)
     envelope = agent.call("engram_memory_search", {"query": "valid", "purpose_ref": "purpose:tests"})

@@ -1,8 +1,6 @@
-"""The six tools in-process on the real SQLite store: the happy paths and the lifecycle around them."""
+"""The six tools in-process on a real store (both of them): the happy paths and the lifecycle around them."""
 
 from __future__ import annotations
-
-import sqlite3
 
 from engram_memory.contract.ids import RECORD_ID_RE
 from engram_memory.engine.engine import Engine
@@ -11,11 +9,7 @@ from tests.support.clocks import ManualClock
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import PURPOSE, capture_args, unique_key
-
-
-def _rows(paths: HostPaths, sql: str, *params: object) -> list[tuple[object, ...]]:
-    with sqlite3.connect(paths.sqlite_file) as db:
-        return db.execute(sql, params).fetchall()
+from tests.support.raw import readable_in_store, rows
 
 
 def test_capture_returns_committed_pending_candidate(agent: InProcessAgent) -> None:
@@ -30,8 +24,7 @@ def test_capture_returns_committed_pending_candidate(agent: InProcessAgent) -> N
 def test_pending_candidate_is_not_searchable_or_stored_in_clear(agent: InProcessAgent, paths: HostPaths) -> None:
     agent.capture("The orchestrator pins kubelet to version 1.31 on every node.")
     assert agent.found_ids("kubelet orchestrator version") == []
-    blob = paths.sqlite_file.read_bytes()
-    assert b"kubelet" not in blob and b"orchestrator" not in blob
+    assert readable_in_store(paths, ["kubelet", "orchestrator"]) == []
 
 
 def test_admission_accepts_and_record_becomes_findable(agent: InProcessAgent) -> None:
@@ -62,8 +55,8 @@ def test_admission_of_identical_content_is_duplicate_exact(agent: InProcessAgent
     outcome = agent.admit(again["candidate_id"])
     assert outcome["status"] == "duplicate_exact"
     assert outcome["record_id"] == first
-    assert _rows(paths, "SELECT count(*) FROM records") == [(1,)]
-    assert _rows(paths, "SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", again["candidate_id"]) == [(0,)]
+    assert rows(paths, "SELECT count(*) FROM records") == [(1,)]
+    assert rows(paths, "SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", again["candidate_id"]) == [(0,)]
 
 
 def test_review_mode_sends_candidates_to_adjudication(agent: InProcessAgent, paths: HostPaths) -> None:
@@ -81,7 +74,7 @@ def test_rejected_candidate_loses_its_data_key(agent: InProcessAgent, paths: Hos
     captured = agent.capture(f"The deploy user has access key {secret} for the bucket.")
     outcome = agent.admit(captured["candidate_id"])
     assert outcome["status"] == "rejected"
-    assert _rows(paths, "SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", captured["candidate_id"]) == [(0,)]
+    assert rows(paths, "SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", captured["candidate_id"]) == [(0,)]
     assert agent.found_ids("deploy user access key bucket") == []
 
 
@@ -100,9 +93,9 @@ def test_admission_on_accepted_candidate_is_illegal_transition(agent: InProcessA
 
 
 def test_record_valid_in_the_future_is_not_eligible_until_then(
-    paths: HostPaths, steered: Engine, clock: ManualClock
+    served: Engine, paths: HostPaths, clock: ManualClock
 ) -> None:
-    agent = InProcessAgent(steered, bind(paths, lifetime_s=7 * 86_400).binding)
+    agent = InProcessAgent(served, bind(paths, lifetime_s=7 * 86_400).binding)
     record_id = agent.remember("The new VPN endpoint takes over next month.", valid_from_ms=clock.now + 86_400_000)
     assert agent.found_ids("new VPN endpoint") == []
     assert agent.get(record_id)["error"]["code"] == "NOT_FOUND"
@@ -182,9 +175,12 @@ def test_get_returns_full_read_receipt(agent: InProcessAgent) -> None:
     assert packet["read_receipt"]["record_id"] == record_id
 
 
-def test_other_principal_in_same_workspace_shares_memory(paths: HostPaths, steered: Engine) -> None:
-    alice = InProcessAgent(steered, bind(paths).binding)
-    bob = InProcessAgent(steered, bind(paths, principal="bob").binding)
+def test_other_principal_in_same_workspace_shares_memory(
+    served: Engine,
+    paths: HostPaths,
+) -> None:
+    alice = InProcessAgent(served, bind(paths).binding)
+    bob = InProcessAgent(served, bind(paths, principal="bob").binding)
     record_id = alice.remember("Hand-off: the cache warmer is paused until Monday.")
     assert bob.found_ids("cache warmer paused") == [record_id]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from engram_memory.engine.engine import ConfirmationError, Engine
@@ -12,6 +10,7 @@ from tests.support.clocks import ManualClock
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args, unique_key
+from tests.support.raw import raw_store
 
 
 def _forget_args(record_id: str, key: str | None = None) -> dict[str, str]:
@@ -96,11 +95,9 @@ def test_commit_past_the_30_second_window_fails_the_gate_and_keeps_the_approval(
     clock.step_ms = 31_000  # every read of the clock moves it on: the commit lands 31 s after the check
     assert agent.error_code("engram_memory_forget", args) == "gate_failed"
     clock.step_ms = 0
-    with sqlite3.connect(paths.sqlite_file) as db:
-        assert db.execute("SELECT state FROM records WHERE record_id = ?", (record_id,)).fetchone() == (
-            "accepted_current",
-        )
-        assert db.execute("SELECT status FROM confirmations").fetchall() == [("approved",)]
+    with raw_store(paths) as db:
+        assert db.rows("SELECT state FROM records WHERE record_id = ?", (record_id,)) == [("accepted_current",)]
+        assert db.rows("SELECT status FROM confirmations") == [("approved",)]
 
 
 def test_denied_operation_is_not_asked_again(agent: InProcessAgent, steered: Engine) -> None:
@@ -116,9 +113,9 @@ def test_denied_operation_is_not_asked_again(agent: InProcessAgent, steered: Eng
         )
 
 
-def test_approval_is_bound_to_the_principal(paths: HostPaths, steered: Engine) -> None:
-    alice = InProcessAgent(steered, bind(paths).binding)
-    bob = InProcessAgent(steered, bind(paths, principal="bob").binding)
+def test_approval_is_bound_to_the_principal(served: Engine, paths: HostPaths, steered: Engine) -> None:
+    alice = InProcessAgent(served, bind(paths).binding)
+    bob = InProcessAgent(served, bind(paths, principal="bob").binding)
     record_id = alice.remember("Only the owning team may drop tables.")
     args = _forget_args(record_id)
     alice.error_code("engram_memory_forget", args)
@@ -143,8 +140,10 @@ def test_unknown_target_leaves_no_request(agent: InProcessAgent, steered: Engine
     assert steered.confirmations(include_decided=True) == []
 
 
-def test_confirm_mutations_binding_gates_capture_and_admission(paths: HostPaths, steered: Engine) -> None:
-    agent = InProcessAgent(steered, bind(paths, confirm_mutations=True).binding)
+def test_confirm_mutations_binding_gates_capture_and_admission(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
+    agent = InProcessAgent(served, bind(paths, confirm_mutations=True).binding)
     args = capture_args("Gated capture of a convention.")
     assert agent.error_code("engram_memory_capture", args) == "gate_failed"
     steered.approve_confirmation(_only_request(steered), decided_by="host:test", ttl_ms=300_000)

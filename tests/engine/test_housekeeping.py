@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.housekeeping import SWEEP_GRACE_MS, sweep_ended_keys
 from engram_memory.engine.ports import Scope
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock
 from tests.support.inprocess import InProcessAgent
+from tests.support.raw import raw_store, raw_vault
 
 SCOPE = Scope("tenant-a", "workspace-1")
 
@@ -21,11 +20,11 @@ def test_sweep_destroys_a_key_whose_body_ended(
     outcome = agent.admit(candidate)
     record_id = outcome["record_id"]
     # Simulate the lost post-commit step: put a key back for the ended candidate body.
-    with sqlite3.connect(paths.vault_file) as vault:
+    with raw_vault(paths) as vault:
         vault.execute(
             "INSERT INTO data_keys (owner_id, tenant, workspace, kek_id, wrapped, created_at_ms)"
-            " VALUES (?, 'tenant-a', 'workspace-1', 'kek', x'00', 0)",
-            (candidate,),
+            " VALUES (?, 'tenant-a', 'workspace-1', 'kek', ?, 0)",
+            (candidate, b"\x00"),
         )
     clock.advance(SWEEP_GRACE_MS + 1)
     assert sweep_ended_keys(steered.deps) == 1
@@ -38,7 +37,7 @@ def test_sweep_never_touches_keys_of_unknown_owners(
     agent: InProcessAgent, steered: Engine, paths: HostPaths, clock: ManualClock
 ) -> None:
     record_id = agent.remember("A record whose store will be emptied before a restore.")
-    with sqlite3.connect(paths.sqlite_file) as db:
+    with raw_store(paths) as db:
         db.execute("DELETE FROM records")
         db.execute("DELETE FROM sealed_bodies")
     clock.advance(SWEEP_GRACE_MS + 1)

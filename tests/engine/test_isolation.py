@@ -23,9 +23,13 @@ def _shape(envelope: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(
     params=[("tenant-b", "workspace-1"), ("tenant-a", "workspace-2")], ids=["other-tenant", "other-workspace"]
 )
-def intruder(request: pytest.FixtureRequest, paths: HostPaths, steered: Engine) -> InProcessAgent:
+def intruder(
+    served: Engine,
+    request: pytest.FixtureRequest,
+    paths: HostPaths,
+) -> InProcessAgent:
     tenant, workspace = request.param
-    return InProcessAgent(steered, bind(paths, tenant=tenant, workspace=workspace, principal="alice").binding)
+    return InProcessAgent(served, bind(paths, tenant=tenant, workspace=workspace, principal="alice").binding)
 
 
 def test_isolation_get_of_foreign_record_answers_like_unknown(agent: InProcessAgent, intruder: InProcessAgent) -> None:

@@ -5,16 +5,19 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 
+import psycopg
 import pytest
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine import journal
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports import Scope
+from engram_memory.host.compose import open_store
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.store import SQLiteStore
+from tests.support.homes import journal_of
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import unique_key
+from tests.support.raw import raw_store, rows
 
 SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
 
@@ -39,16 +42,11 @@ def test_fold_of_journal_reproduces_materialised_state(
     agent: InProcessAgent, steered: Engine, paths: HostPaths
 ) -> None:
     _session(agent, steered)
-    store = SQLiteStore(paths.sqlite_file)
-    with store.read() as tx:
-        events = list(tx.events(SCOPE))
-        head = tx.head(SCOPE)
-    store.close()
+    events, head = journal_of(paths, SCOPE)
     assert journal.verify_chain(SCOPE, events) == head
     folded = journal.fold(events)
-    with sqlite3.connect(paths.sqlite_file) as db:
-        candidates = dict(db.execute("SELECT candidate_id, state FROM candidates").fetchall())
-        records = dict(db.execute("SELECT record_id, state FROM records").fetchall())
+    candidates = dict(rows(paths, "SELECT candidate_id, state FROM candidates"))
+    records = dict(rows(paths, "SELECT record_id, state FROM records"))
     assert folded.candidates == candidates
     assert folded.records == records
     assert sorted(set(candidates.values())) == ["accepted_current", "rejected", "withdrawn"]
@@ -57,33 +55,32 @@ def test_fold_of_journal_reproduces_materialised_state(
 
 def test_journal_cursors_are_dense_from_one(agent: InProcessAgent, steered: Engine, paths: HostPaths) -> None:
     _session(agent, steered)
-    with sqlite3.connect(paths.sqlite_file) as db:
-        cursors = [row[0] for row in db.execute("SELECT cursor FROM journal ORDER BY cursor")]
+    cursors = [row[0] for row in rows(paths, "SELECT cursor FROM journal ORDER BY cursor")]
     assert cursors == list(range(1, len(cursors) + 1))
 
 
 def test_journal_holds_no_memory_text(agent: InProcessAgent, paths: HostPaths) -> None:
     agent.remember("Quarterly access reviews cover every production role.")
-    with sqlite3.connect(paths.sqlite_file) as db:
-        bodies = " ".join(row[0] for row in db.execute("SELECT body FROM journal"))
+    bodies = " ".join(row[0] for row in rows(paths, "SELECT body FROM journal"))
     assert "Quarterly" not in bodies and "access" not in bodies
 
 
 def test_journal_rejects_update_and_delete(agent: InProcessAgent, paths: HostPaths) -> None:
     agent.capture("Something to journal.")
-    with sqlite3.connect(paths.sqlite_file) as db:
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    refusals = (sqlite3.IntegrityError, psycopg.Error)
+    with raw_store(paths) as db:
+        with pytest.raises(refusals, match="append-only"):
             db.execute("UPDATE journal SET kind = 'x'")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(refusals, match="append-only"):
             db.execute("DELETE FROM journal")
+        if db.is_postgres:  # SQLite has no TRUNCATE; PostgreSQL's would bypass the row triggers
+            with pytest.raises(refusals, match="append-only"):
+                db.execute("TRUNCATE journal")
+        assert db.count("journal") == 1
 
 
 def _events(paths: HostPaths) -> list[journal.JournalEvent]:
-    store = SQLiteStore(paths.sqlite_file)
-    with store.read() as tx:
-        events = list(tx.events(SCOPE))
-    store.close()
-    return events
+    return journal_of(paths, SCOPE)[0]
 
 
 def test_verify_chain_detects_a_changed_event(agent: InProcessAgent, paths: HostPaths) -> None:
@@ -118,7 +115,7 @@ def test_verify_chain_detects_a_reordered_link(agent: InProcessAgent, paths: Hos
 
 def test_store_refuses_a_second_event_at_the_same_cursor(agent: InProcessAgent, paths: HostPaths) -> None:
     agent.capture("First event.")
-    store = SQLiteStore(paths.sqlite_file)
+    store = open_store(paths)
     with pytest.raises(ContractError) as caught, store.write() as tx:
         tx.append_event(
             journal.next_event(

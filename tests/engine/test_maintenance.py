@@ -4,9 +4,7 @@ nothing, the supersede/rewind swap, tombstone's erasure, automatic expiry, and s
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from tests.support.clocks import ManualClock
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import PURPOSE
+from tests.support.raw import RawDb, raw_store, readable_in_store
 
 SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
 HOST = "host:tester"
@@ -89,34 +88,32 @@ def _in_state(agent: InProcessAgent, steered: Engine, state: str) -> tuple[str, 
     return record_id, word
 
 
-def _db(paths: HostPaths) -> sqlite3.Connection:
-    return sqlite3.connect(paths.sqlite_file)
+def _db(paths: HostPaths) -> RawDb:
+    return raw_store(paths)
 
 
 def _state(paths: HostPaths, record_id: str) -> str:
     with _db(paths) as db:
-        return str(db.execute("SELECT state FROM records WHERE record_id = ?", (record_id,)).fetchone()[0])
+        return str(db.value("SELECT state FROM records WHERE record_id = ?", (record_id,)))
 
 
 def _indexed(paths: HostPaths, record_id: str) -> bool:
     with _db(paths) as db:
-        row = db.execute(
-            "SELECT count(*) FROM lexical_index WHERE rowid = (SELECT rid FROM records WHERE record_id = ?)",
-            (record_id,),
-        ).fetchone()
-    return bool(row[0])
+        return bool(
+            db.count("lexical_index", f"{db.index_rid} = (SELECT rid FROM records WHERE record_id = ?)", (record_id,))
+        )
 
 
 def _snapshot(paths: HostPaths) -> tuple[Any, ...]:
     """Everything a maintenance operation could write."""
     with _db(paths) as db:
         return (
-            db.execute("SELECT * FROM scopes").fetchall(),
-            db.execute("SELECT count(*) FROM journal").fetchone(),
-            db.execute("SELECT record_id, state, state_cursor, superseded_by FROM records ORDER BY rid").fetchall(),
-            db.execute("SELECT rowid FROM lexical_index ORDER BY rowid").fetchall(),
-            db.execute("SELECT owner_id FROM sealed_bodies ORDER BY owner_id").fetchall(),
-            db.execute("SELECT payload_digest FROM tombstones ORDER BY payload_digest").fetchall(),
+            db.rows("SELECT * FROM scopes ORDER BY tenant, workspace"),
+            db.count("journal"),
+            db.rows("SELECT record_id, state, state_cursor, superseded_by FROM records ORDER BY rid"),
+            db.rows(f"SELECT {db.index_rid} FROM lexical_index ORDER BY {db.index_rid}"),
+            db.rows("SELECT owner_id FROM sealed_bodies ORDER BY owner_id"),
+            db.rows("SELECT payload_digest FROM tombstones ORDER BY payload_digest"),
         )
 
 
@@ -131,7 +128,7 @@ def _assert_fold_matches_tables(steered: Engine, paths: HostPaths) -> None:
         head = tx.head(SCOPE)
     assert journal.verify_chain(SCOPE, events) == head
     with _db(paths) as db:
-        records = dict(db.execute("SELECT record_id, state FROM records").fetchall())
+        records = dict(db.rows("SELECT record_id, state FROM records"))
     assert journal.fold(events).records == records
 
 
@@ -165,9 +162,7 @@ def test_legal_transition_sets_state_index_and_journal(
     assert last.body["data"]["from_state"] == from_state and last.body["data"]["to_state"] == to_state
     assert last.body["data"]["reason_ref"] in ("ticket:1", "t:1")
     with _db(paths) as db:
-        assert db.execute("SELECT state_cursor FROM records WHERE record_id = ?", (record_id,)).fetchone() == (
-            last.cursor,
-        )
+        assert db.one("SELECT state_cursor FROM records WHERE record_id = ?", (record_id,)) == (last.cursor,)
     _assert_fold_matches_tables(steered, paths)
 
 
@@ -209,11 +204,11 @@ def test_reason_ref_must_be_an_opaque_ref(agent: InProcessAgent, steered: Engine
 
 
 def test_supersede_refuses_a_successor_that_is_itself_not_current_or_elsewhere(
-    paths: HostPaths, agent: InProcessAgent, steered: Engine
+    served: Engine, paths: HostPaths, agent: InProcessAgent, steered: Engine
 ) -> None:
     record_id, _ = _record(agent)
     disputed, _ = _in_state(agent, steered, "accepted_disputed")
-    other_scope = InProcessAgent(steered, bind(paths, workspace="workspace-2").binding)
+    other_scope = InProcessAgent(served, bind(paths, workspace="workspace-2").binding)
     elsewhere, _ = _record(other_scope)
     before = _snapshot(paths)
     cases = {
@@ -238,7 +233,7 @@ def test_rewind_swaps_with_the_current_successor_in_one_transaction(
     maintenance.supersede(steered.deps, old, successor_id=new, decided_by=HOST)
     assert agent.found_ids(old_word) == [] and agent.found_ids(new_word) == [new]
     with _db(paths) as db:
-        assert db.execute("SELECT superseded_by FROM records WHERE record_id = ?", (old,)).fetchone() == (new,)
+        assert db.one("SELECT superseded_by FROM records WHERE record_id = ?", (old,)) == (new,)
     outcome = maintenance.rewind(steered.deps, old, decided_by=HOST, reason_ref="rollback:7")
     assert [(t.record.record_id, t.to_state) for t in outcome.transitions] == [
         (old, "accepted_current"),
@@ -251,7 +246,7 @@ def test_rewind_swaps_with_the_current_successor_in_one_transaction(
     assert (_state(paths, old), _state(paths, new)) == ("accepted_current", "historical")
     assert agent.found_ids(old_word) == [old] and agent.found_ids(new_word) == []
     with _db(paths) as db:
-        links = dict(db.execute("SELECT record_id, superseded_by FROM records WHERE record_id IN (?, ?)", (old, new)))
+        links = dict(db.rows("SELECT record_id, superseded_by FROM records WHERE record_id IN (?, ?)", (old, new)))
     assert links == {old: None, new: old}
     # The link now points the other way, so rewinding again swaps them back.
     maintenance.rewind(steered.deps, new, decided_by=HOST)
@@ -307,17 +302,13 @@ def test_rewind_without_a_current_successor_swaps_nothing(
 # -- tombstone ----------------------------------------------------------------------------------
 
 
-def _store_bytes(paths: HostPaths) -> bytes:
-    return b"".join(path.read_bytes() for path in sorted(Path(paths.store_dir).rglob("*")) if path.is_file())
-
-
 def test_tombstone_erases_like_forget_and_arms_the_tombstone_guard(
     agent: InProcessAgent, steered: Engine, paths: HostPaths
 ) -> None:
     word = _marker()
     text = f"The {word} service rotates its logs nightly."
     record_id = agent.remember(text)
-    assert word.encode() in _store_bytes(paths)
+    assert readable_in_store(paths, [word]) != []
     outcome = maintenance.tombstone(steered.deps, record_id, decided_by=HOST)
     assert outcome.erasure is not None
     assert outcome.erasure["surfaces"] == {
@@ -329,7 +320,7 @@ def test_tombstone_erases_like_forget_and_arms_the_tombstone_guard(
     }
     assert outcome.erasure["physical_erasure"] == "complete"
     assert outcome.erasure["coverage_receipt_digest"].startswith("sha256:")
-    assert word.encode() not in _store_bytes(paths).lower()
+    assert readable_in_store(paths, [word]) == []
     assert steered.deps.vault.get(SCOPE, record_id) is None
     assert steered.deps.vault.shredded([record_id]) == {record_id}
     assert agent.found_ids(word) == [] and agent.get(record_id)["error"]["code"] == "NOT_FOUND"
@@ -397,9 +388,9 @@ def test_expire_due_works_in_batches_up_to_its_limit(
 
 
 def test_expire_due_spans_scopes_and_journals_each_in_its_own(
-    agent: InProcessAgent, steered: Engine, clock: ManualClock, paths: HostPaths
+    served: Engine, agent: InProcessAgent, steered: Engine, clock: ManualClock, paths: HostPaths
 ) -> None:
-    other = InProcessAgent(steered, bind(paths, tenant="tenant-b").binding)
+    other = InProcessAgent(served, bind(paths, tenant="tenant-b").binding)
     here, _ = _expiring(agent, clock, 1_000)
     there, _ = _expiring(other, clock, 1_000)
     clock.advance(1_000)

@@ -109,9 +109,12 @@ def test_tampered_cursor_is_stale(agent: InProcessAgent, mangle: object) -> None
     assert envelope["error"]["code"] == "STALE_PAGE"
 
 
-def test_cursor_from_another_principal_is_stale(paths: HostPaths, steered: Engine) -> None:
-    alice = InProcessAgent(steered, bind(paths).binding)
-    bob = InProcessAgent(steered, bind(paths, principal="bob").binding)
+def test_cursor_from_another_principal_is_stale(
+    served: Engine,
+    paths: HostPaths,
+) -> None:
+    alice = InProcessAgent(served, bind(paths).binding)
+    bob = InProcessAgent(served, bind(paths, principal="bob").binding)
     for index in range(3):
         alice.remember(f"Runner {index} caches wheels.")
     cursor = alice.search("runner caches", limit=1)["next_page_cursor"]
@@ -170,8 +173,8 @@ def test_rank_receipt_names_what_produced_the_order(agent: InProcessAgent) -> No
     assert {"request_digest", "valid_as_of", "system_as_of", "ordered_ids_digest", "receipt_digest"} <= set(receipt)
 
 
-def test_recent_knowledge_ranks_first_among_equals(paths: HostPaths, steered: Engine, clock: ManualClock) -> None:
-    agent = InProcessAgent(steered, bind(paths).binding)
+def test_recent_knowledge_ranks_first_among_equals(served: Engine, paths: HostPaths, clock: ManualClock) -> None:
+    agent = InProcessAgent(served, bind(paths).binding)
     old = agent.remember("The status page lives at status.example.", valid_from_ms=clock.now - 200 * 86_400_000)
     new = agent.remember("The status page lives at status.example now.", valid_from_ms=clock.now - 86_400_000)
     assert agent.found_ids("status page lives") == [new, old]

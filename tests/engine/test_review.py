@@ -7,7 +7,6 @@ candidate's scope, tables the journal folds back into, and the agent's own key r
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 import time
 import tomllib
 from typing import Any
@@ -29,11 +28,11 @@ from engram_memory.host.bindings import issue_binding
 from engram_memory.host.keyfiles import load_signing_key
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.store import SQLiteStore
 from tests.support.clocks import ManualClock
-from tests.support.homes import ALL_GRANTS
+from tests.support.homes import ALL_GRANTS, journal_of
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import PURPOSE, unique_key
+from tests.support.raw import rows
 
 SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
 ADMIT = Tool.REQUEST_ADMISSION.value
@@ -50,7 +49,7 @@ def _policy(paths: HostPaths, mode: str = "review", **auto_accept: list[str]) ->
     paths.policy.write_text(text, encoding="utf-8")
 
 
-def _agent(steered: Engine, paths: HostPaths, trust_class: str = "asserted", **claims: str) -> InProcessAgent:
+def _agent(served: Engine, paths: HostPaths, trust_class: str = "asserted", **claims: str) -> InProcessAgent:
     """An agent whose binding the host signed, trust class included (as `bind --trust-class` does)."""
     fields = {"tenant": "tenant-a", "workspace": "workspace-1", "principal": "alice", "agent_id": "agent-1"}
     fields.update(claims)
@@ -66,7 +65,7 @@ def _agent(steered: Engine, paths: HostPaths, trust_class: str = "asserted", **c
         **fields,
     )
     binding: Binding = issued.binding
-    return InProcessAgent(steered, binding)
+    return InProcessAgent(served, binding)
 
 
 def _admission(agent: InProcessAgent, candidate_id: str, key: str) -> dict[str, Any]:
@@ -82,18 +81,8 @@ def _pending(agent: InProcessAgent, text: str, **options: Any) -> tuple[str, str
     return candidate_id, key
 
 
-def _rows(paths: HostPaths, sql: str, *params: object) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(paths.sqlite_file) as db:
-        return db.execute(sql, params).fetchall()
-
-
 def _events(paths: HostPaths, scope: Scope = SCOPE) -> list[JournalEvent]:
-    store = SQLiteStore(paths.sqlite_file)
-    try:
-        with store.read() as tx:
-            return list(tx.events(scope))
-    finally:
-        store.close()
+    return journal_of(paths, scope)[0]
 
 
 def _reasons_of(paths: HostPaths, candidate_id: str) -> list[str]:
@@ -107,11 +96,11 @@ def _reasons_of(paths: HostPaths, candidate_id: str) -> list[str]:
 
 
 def test_queue_lists_waiting_candidates_oldest_first_across_scopes(
-    paths: HostPaths, steered: Engine, clock: ManualClock
+    served: Engine, paths: HostPaths, steered: Engine, clock: ManualClock
 ) -> None:
     _policy(paths)
-    alice = _agent(steered, paths)
-    bob = _agent(steered, paths, tenant="tenant-b", principal="bob", agent_id="agent-9")
+    alice = _agent(served, paths)
+    bob = _agent(served, paths, tenant="tenant-b", principal="bob", agent_id="agent-9")
     first, _ = _pending(alice, "Release notes are drafted before the freeze.")
     clock.advance(1000)
     second, _ = _pending(bob, "Canary deploys run for one hour before promotion.")
@@ -128,9 +117,9 @@ def test_queue_lists_waiting_candidates_oldest_first_across_scopes(
     assert [row.candidate_id for row in review.review_queue(steered.deps, limit=1)] == [first]
 
 
-def test_queue_drops_candidates_once_decided(paths: HostPaths, steered: Engine) -> None:
+def test_queue_drops_candidates_once_decided(served: Engine, paths: HostPaths, steered: Engine) -> None:
     _policy(paths)
-    agent = _agent(steered, paths)
+    agent = _agent(served, paths)
     accepted, _ = _pending(agent, "Backups are restored monthly to prove they work.")
     rejected, _ = _pending(agent, "Staging is rebuilt from scratch every Sunday.")
     review.accept_candidate(steered.deps, accepted, decided_by=HOST)
@@ -141,9 +130,11 @@ def test_queue_drops_candidates_once_decided(paths: HostPaths, steered: Engine) 
 # -- show -----------------------------------------------------------------------------------------
 
 
-def test_show_decrypts_the_candidate_and_marks_findings_of_every_category(paths: HostPaths, steered: Engine) -> None:
+def test_show_decrypts_the_candidate_and_marks_findings_of_every_category(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
     _policy(paths)  # personal_data stays off in the policy, so the candidate reaches review
-    agent = _agent(steered, paths)
+    agent = _agent(served, paths)
     text = f"Escalations about invoices go to {EMAIL} first."
     candidate_id, _ = _pending(agent, text, context="Finance asked for one contact.")
 
@@ -158,18 +149,20 @@ def test_show_decrypts_the_candidate_and_marks_findings_of_every_category(paths:
     assert text[finding.start : finding.end] == EMAIL
 
 
-def test_show_of_a_candidate_whose_data_key_is_gone_is_blob_missing(paths: HostPaths, steered: Engine) -> None:
+def test_show_of_a_candidate_whose_data_key_is_gone_is_blob_missing(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
     _policy(paths)
-    candidate_id, _ = _pending(_agent(steered, paths), "Incident reviews are blameless.")
+    candidate_id, _ = _pending(_agent(served, paths), "Incident reviews are blameless.")
     steered.deps.vault.destroy([candidate_id], 0)
     with pytest.raises(ContractError) as raised:
         review.show_candidate(steered.deps, candidate_id)
     assert raised.value.code is ErrorCode.BLOB_MISSING
 
 
-def test_show_refuses_unknown_and_decided_candidates(paths: HostPaths, steered: Engine) -> None:
+def test_show_refuses_unknown_and_decided_candidates(served: Engine, paths: HostPaths, steered: Engine) -> None:
     _policy(paths)
-    candidate_id, _ = _pending(_agent(steered, paths), "Load tests run against a production-sized copy.")
+    candidate_id, _ = _pending(_agent(served, paths), "Load tests run against a production-sized copy.")
     with pytest.raises(ReviewError, match=r"^no such candidate: cand_unknown$"):
         review.show_candidate(steered.deps, "cand_unknown")
     review.reject_candidate(steered.deps, candidate_id, decided_by=HOST)
@@ -180,9 +173,11 @@ def test_show_refuses_unknown_and_decided_candidates(paths: HostPaths, steered: 
 # -- accept ---------------------------------------------------------------------------------------
 
 
-def test_accept_makes_a_searchable_record_and_the_agents_key_replays_it(paths: HostPaths, steered: Engine) -> None:
+def test_accept_makes_a_searchable_record_and_the_agents_key_replays_it(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
     _policy(paths)
-    agent = _agent(steered, paths)
+    agent = _agent(served, paths)
     candidate_id, key = _pending(agent, "Quarterly key rotation happens on the first Monday.")
     decision = review.accept_candidate(steered.deps, candidate_id, decided_by=HOST)
 
@@ -205,13 +200,15 @@ def test_accept_makes_a_searchable_record_and_the_agents_key_replays_it(paths: H
     )
     assert outcome["transaction_receipt_digest"] == transaction_receipt_digest(ADMIT, key, [event])
     # Exactly one readable body remains: the record's; the candidate's body and key are gone.
-    assert _rows(paths, "SELECT owner_id FROM sealed_bodies") == [(record_id,)]
+    assert rows(paths, "SELECT owner_id FROM sealed_bodies") == [(record_id,)]
     assert steered.deps.vault.shredded([candidate_id]) == {candidate_id}
 
 
-def test_accept_rewrites_every_waiting_answer_and_new_keys_see_the_lifecycle(paths: HostPaths, steered: Engine) -> None:
+def test_accept_rewrites_every_waiting_answer_and_new_keys_see_the_lifecycle(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
     _policy(paths)
-    agent = _agent(steered, paths)
+    agent = _agent(served, paths)
     candidate_id, first_key = _pending(agent, "On-call hand-offs happen at 09:00 local time.")
     second_key = unique_key("admit")
     assert _admission(agent, candidate_id, second_key)["outcome"]["status"] == "pending_adjudication"
@@ -224,9 +221,11 @@ def test_accept_rewrites_every_waiting_answer_and_new_keys_see_the_lifecycle(pat
     assert agent.error_code(ADMIT, fresh) == "ILLEGAL_TRANSITION"
 
 
-def test_accept_of_identical_current_content_points_at_that_record(paths: HostPaths, steered: Engine) -> None:
+def test_accept_of_identical_current_content_points_at_that_record(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
     _policy(paths)
-    agent = _agent(steered, paths)
+    agent = _agent(served, paths)
     text = "Every public endpoint has a rate limit."
     first, _ = _pending(agent, text)
     second, second_key = _pending(agent, text)
@@ -236,14 +235,14 @@ def test_accept_of_identical_current_content_points_at_that_record(paths: HostPa
     assert (duplicate.status, duplicate.record_id) == ("duplicate_exact", record_id)
     assert duplicate.reasons == ("host_review", "duplicate_exact")
     assert _events(paths)[-1].kind == journal.CANDIDATE_DUPLICATE
-    assert _rows(paths, "SELECT count(*) FROM records") == [(1,)]
-    assert _rows(paths, "SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", second) == [(0,)]
+    assert rows(paths, "SELECT count(*) FROM records") == [(1,)]
+    assert rows(paths, "SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", second) == [(0,)]
     outcome = _admission(agent, second, second_key)["outcome"]
     assert (outcome["status"], outcome["record_id"]) == ("duplicate_exact", record_id)
 
 
-def test_tombstone_guarded_candidate_is_accepted_by_a_human(paths: HostPaths, steered: Engine) -> None:
-    agent = _agent(steered, paths)
+def test_tombstone_guarded_candidate_is_accepted_by_a_human(served: Engine, paths: HostPaths, steered: Engine) -> None:
+    agent = _agent(served, paths)
     text = "The legacy billing export is read-only."
     forgotten = agent.remember(text)
     forget = {"record_id": forgotten, "idempotency_key": unique_key("forget"), "reason_ref": "reason:t"}
@@ -259,8 +258,10 @@ def test_tombstone_guarded_candidate_is_accepted_by_a_human(paths: HostPaths, st
     assert _admission(agent, candidate_id, key)["outcome"]["record_id"] == decision.record_id
 
 
-def test_accept_is_refused_when_the_policy_rejection_rules_forbid_it(paths: HostPaths, steered: Engine) -> None:
-    agent = _agent(steered, paths)
+def test_accept_is_refused_when_the_policy_rejection_rules_forbid_it(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
+    agent = _agent(served, paths)
     leaked = agent.capture("The CI token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")["candidate_id"]
     assert [row.candidate_id for row in review.review_queue(steered.deps, include_unsent=True)] == [leaked]
     with pytest.raises(
@@ -268,12 +269,12 @@ def test_accept_is_refused_when_the_policy_rejection_rules_forbid_it(paths: Host
         match=r"^the policy rejects candidate cand_\w+ \(secret:api_token, secret:high_entropy\): reject it instead$",
     ):
         review.accept_candidate(steered.deps, leaked, decided_by=HOST)
-    assert _rows(paths, "SELECT state FROM candidates") == [("pending",)]
+    assert rows(paths, "SELECT state FROM candidates") == [("pending",)]
     assert review.reject_candidate(steered.deps, leaked, decided_by=HOST).status == "rejected"
 
 
-def test_accept_of_a_candidate_never_sent_to_review(paths: HostPaths, steered: Engine) -> None:
-    agent = _agent(steered, paths)
+def test_accept_of_a_candidate_never_sent_to_review(served: Engine, paths: HostPaths, steered: Engine) -> None:
+    agent = _agent(served, paths)
     candidate_id = agent.capture("Feature branches live at most two weeks.")["candidate_id"]
     decision = review.accept_candidate(steered.deps, candidate_id, decided_by=HOST)
     assert decision.status == "accepted" and decision.answers_rewritten == 0
@@ -283,15 +284,17 @@ def test_accept_of_a_candidate_never_sent_to_review(paths: HostPaths, steered: E
 # -- reject ---------------------------------------------------------------------------------------
 
 
-def test_reject_destroys_the_body_and_the_data_key_and_replays_rejected(paths: HostPaths, steered: Engine) -> None:
+def test_reject_destroys_the_body_and_the_data_key_and_replays_rejected(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
     _policy(paths)
-    agent = _agent(steered, paths)
+    agent = _agent(served, paths)
     candidate_id, key = _pending(agent, "Ops reviews every cron job twice a year.")
     assert steered.deps.vault.get(SCOPE, candidate_id) is not None
     decision = review.reject_candidate(steered.deps, candidate_id, decided_by=HOST)
 
     assert (decision.status, decision.record_id, decision.reasons) == ("rejected", None, ("host_review",))
-    assert _rows(paths, "SELECT count(*) FROM sealed_bodies") == [(0,)]
+    assert rows(paths, "SELECT count(*) FROM sealed_bodies") == [(0,)]
     assert steered.deps.vault.get(SCOPE, candidate_id) is None
     assert steered.deps.vault.shredded([candidate_id]) == {candidate_id}
     replay = _admission(agent, candidate_id, key)
@@ -303,9 +306,11 @@ def test_reject_destroys_the_body_and_the_data_key_and_replays_rejected(paths: H
 # -- refusals -------------------------------------------------------------------------------------
 
 
-def test_deciding_a_candidate_that_is_not_pending_is_refused_with_its_code(paths: HostPaths, steered: Engine) -> None:
+def test_deciding_a_candidate_that_is_not_pending_is_refused_with_its_code(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
     _policy(paths)
-    agent = _agent(steered, paths)
+    agent = _agent(served, paths)
     rejected, _ = _pending(agent, "Dashboards are owned by the team that pages.")
     accepted, _ = _pending(agent, "Runbooks link from every alert.")
     review.reject_candidate(steered.deps, rejected, decided_by=HOST)
@@ -321,14 +326,16 @@ def test_deciding_a_candidate_that_is_not_pending_is_refused_with_its_code(paths
     assert _events(paths)[-1].cursor == head
 
 
-def test_deciding_while_the_policy_file_is_broken_is_policy_unavailable(paths: HostPaths, steered: Engine) -> None:
+def test_deciding_while_the_policy_file_is_broken_is_policy_unavailable(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
     _policy(paths)
-    candidate_id, _ = _pending(_agent(steered, paths), "Postmortems are published within a week.")
+    candidate_id, _ = _pending(_agent(served, paths), "Postmortems are published within a week.")
     paths.policy.write_text('mode = "sometimes"\n', encoding="utf-8")
     with pytest.raises(ContractError) as raised:
         review.accept_candidate(steered.deps, candidate_id, decided_by=HOST)
     assert raised.value.code is ErrorCode.POLICY_UNAVAILABLE
-    assert _rows(paths, "SELECT state, adjudication FROM candidates") == [("pending", 1)]
+    assert rows(paths, "SELECT state, adjudication FROM candidates") == [("pending", 1)]
 
 
 class _PolicyChangesMidDecision:
@@ -344,25 +351,25 @@ class _PolicyChangesMidDecision:
 
 
 def test_decision_is_policy_stale_when_the_policy_changed_before_commit_simulated(
-    paths: HostPaths, steered: Engine
+    served: Engine, paths: HostPaths, steered: Engine
 ) -> None:
     _policy(paths)
-    candidate_id, _ = _pending(_agent(steered, paths), "Secrets live in the vault service only.")
+    candidate_id, _ = _pending(_agent(served, paths), "Secrets live in the vault service only.")
     head = _events(paths)[-1].cursor
     changing = dataclasses.replace(steered.deps, policies=_PolicyChangesMidDecision())
     with pytest.raises(ContractError) as raised:
         review.accept_candidate(changing, candidate_id, decided_by=HOST)
     assert raised.value.code is ErrorCode.POLICY_STALE
     assert _events(paths)[-1].cursor == head
-    assert _rows(paths, "SELECT count(*) FROM records") == [(0,)]
+    assert rows(paths, "SELECT count(*) FROM records") == [(0,)]
 
 
 # -- the journal ----------------------------------------------------------------------------------
 
 
-def test_journal_fold_equals_tables_after_review_decisions(paths: HostPaths, steered: Engine) -> None:
+def test_journal_fold_equals_tables_after_review_decisions(served: Engine, paths: HostPaths, steered: Engine) -> None:
     _policy(paths)
-    agent = _agent(steered, paths)
+    agent = _agent(served, paths)
     text = "Schema changes are backwards compatible for one release."
     kept, _ = _pending(agent, text)
     twin, _ = _pending(agent, text)
@@ -372,17 +379,13 @@ def test_journal_fold_equals_tables_after_review_decisions(paths: HostPaths, ste
     review.accept_candidate(steered.deps, twin, decided_by=HOST)
     review.reject_candidate(steered.deps, dropped, decided_by=HOST)
 
-    events = _events(paths)
-    store = SQLiteStore(paths.sqlite_file)
-    with store.read() as tx:
-        head = tx.head(SCOPE)
-    store.close()
+    events, head = journal_of(paths, SCOPE)
     assert journal.verify_chain(SCOPE, events) == head
     folded = journal.fold(events)
-    assert folded.candidates == dict(_rows(paths, "SELECT candidate_id, state FROM candidates"))
-    assert folded.records == dict(_rows(paths, "SELECT record_id, state FROM records"))
+    assert folded.candidates == dict(rows(paths, "SELECT candidate_id, state FROM candidates"))
+    assert folded.records == dict(rows(paths, "SELECT record_id, state FROM records"))
     assert folded.adjudication == {waiting}
-    assert {c for (c,) in _rows(paths, "SELECT candidate_id FROM candidates WHERE adjudication = 1")} == {waiting}
+    assert {c for (c,) in rows(paths, "SELECT candidate_id FROM candidates WHERE adjudication = 1")} == {waiting}
     host_events = [e for e in events if e.body["actor"] == host_actor(HOST)]
     assert [e.kind for e in host_events] == [
         journal.CANDIDATE_ACCEPTED,
@@ -403,12 +406,18 @@ def test_journal_fold_equals_tables_after_review_decisions(paths: HostPaths, ste
     ],
 )
 def test_auto_accept_rule_skips_review_only_for_what_it_names(
-    paths: HostPaths, steered: Engine, rule: str, trusted: dict[str, str], untrusted: dict[str, str], reason: str
+    served: Engine,
+    paths: HostPaths,
+    steered: Engine,
+    rule: str,
+    trusted: dict[str, str],
+    untrusted: dict[str, str],
+    reason: str,
 ) -> None:
     value = next(iter(trusted.values()))
     _policy(paths, **{rule: [value]})
-    trusted_agent = _agent(steered, paths, **trusted)
-    other_agent = _agent(steered, paths, **untrusted)
+    trusted_agent = _agent(served, paths, **trusted)
+    other_agent = _agent(served, paths, **untrusted)
     accepted = trusted_agent.capture("Auto-accepted decisions still cite a source.")["candidate_id"]
     outcome = trusted_agent.admit(accepted)
     assert outcome["status"] == "accepted"
@@ -418,25 +427,27 @@ def test_auto_accept_rule_skips_review_only_for_what_it_names(
     assert other_agent.admit(held)["status"] == "pending_adjudication"
 
 
-def test_auto_accept_names_every_rule_that_matched(paths: HostPaths, steered: Engine) -> None:
+def test_auto_accept_names_every_rule_that_matched(served: Engine, paths: HostPaths, steered: Engine) -> None:
     _policy(paths, principals=["alice"], trust_classes=["signed"])
-    agent = _agent(steered, paths, trust_class="signed")
+    agent = _agent(served, paths, trust_class="signed")
     candidate_id = agent.capture("Both rules vouch for this one.")["candidate_id"]
     assert agent.admit(candidate_id)["status"] == "accepted"
     assert _reasons_of(paths, candidate_id) == ["auto_accept:principal", "auto_accept:trust_class"]
 
 
-def test_auto_accept_table_changes_nothing_in_auto_mode(paths: HostPaths, steered: Engine) -> None:
+def test_auto_accept_table_changes_nothing_in_auto_mode(served: Engine, paths: HostPaths, steered: Engine) -> None:
     _policy(paths, mode="auto", principals=["alice"])
-    alice, bob = _agent(steered, paths), _agent(steered, paths, principal="bob")
+    alice, bob = _agent(served, paths), _agent(served, paths, principal="bob")
     for agent, text in ((alice, "Alice's note is accepted by the policy."), (bob, "Bob's note is accepted too.")):
         candidate_id = agent.capture(text)["candidate_id"]
         assert agent.admit(candidate_id)["status"] == "accepted"
         assert _reasons_of(paths, candidate_id) == ["policy_checks_passed"]
 
 
-def test_auto_accept_never_overrides_rejections_or_the_tombstone_guard(paths: HostPaths, steered: Engine) -> None:
-    agent = _agent(steered, paths)
+def test_auto_accept_never_overrides_rejections_or_the_tombstone_guard(
+    served: Engine, paths: HostPaths, steered: Engine
+) -> None:
+    agent = _agent(served, paths)
     text = "The old queue service is decommissioned."
     forgotten = agent.remember(text)
     forget = {"record_id": forgotten, "idempotency_key": unique_key("forget"), "reason_ref": "reason:t"}

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
-
 import pytest
 
 from engram_memory.contract.errors import ProtocolFault
@@ -15,6 +12,7 @@ from tests.support.clocks import ManualClock
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import PURPOSE, capture_args
+from tests.support.raw import raw_store
 
 
 def _revoke(engine: Engine, token_id: str) -> RevocationRow:
@@ -46,9 +44,9 @@ def test_revoked_binding_answers_authorization_revoked_on_every_tool(
 
 
 def test_revocation_leaves_other_bindings_of_the_same_principal_working(
-    agent: InProcessAgent, steered: Engine, paths: HostPaths
+    served: Engine, agent: InProcessAgent, steered: Engine, paths: HostPaths
 ) -> None:
-    other = InProcessAgent(steered, bind(paths, session="session-2").binding)
+    other = InProcessAgent(served, bind(paths, session="session-2").binding)
     _revoke(steered, agent.binding.token_id)
     assert agent.error_code("engram_memory_search", {"query": "x", "purpose_ref": PURPOSE}) == "AUTHORIZATION_REVOKED"
     assert other.search("deploys")["records"] == []
@@ -61,8 +59,10 @@ def test_revoking_twice_keeps_the_first_revocation(steered: Engine, paths: HostP
     assert _revoke(steered, token_id) == first
 
 
-def test_expiry_is_answered_before_revocation(steered: Engine, paths: HostPaths, clock: ManualClock) -> None:
-    expired = InProcessAgent(steered, bind(paths, now_s=clock.now // 1000 - 7200, lifetime_s=60).binding)
+def test_expiry_is_answered_before_revocation(
+    served: Engine, steered: Engine, paths: HostPaths, clock: ManualClock
+) -> None:
+    expired = InProcessAgent(served, bind(paths, now_s=clock.now // 1000 - 7200, lifetime_s=60).binding)
     _revoke(steered, expired.binding.token_id)
     assert expired.error_code("engram_memory_search", {"query": "x", "purpose_ref": PURPOSE}) == "AUTHORIZATION_EXPIRED"
 
@@ -82,6 +82,6 @@ def test_a_revoked_call_is_audited_with_its_token_and_outcome(
 ) -> None:
     _revoke(steered, agent.binding.token_id)
     audit_id = agent.call("engram_memory_search", {"query": "x", "purpose_ref": PURPOSE})["auditId"]
-    with closing(sqlite3.connect(paths.sqlite_file)) as db:
-        row = db.execute("SELECT token_id, outcome FROM audit_log WHERE audit_id = ?", (audit_id,)).fetchone()
+    with raw_store(paths) as db:
+        row = db.one("SELECT token_id, outcome FROM audit_log WHERE audit_id = ?", (audit_id,))
     assert row == (agent.binding.token_id, "AUTHORIZATION_REVOKED")

@@ -1,16 +1,16 @@
-"""The verifier (SPEC §11) on real store files: a healthy store passes, and each kind of damage is found and named.
+"""The verifier (SPEC §11) on real stores: a healthy store passes, and each kind of damage is found and named.
 
-Damage is done the way it happens to files, not through the engine: a byte flipped in the database file,
-rows deleted behind the append-only trigger's back, a table edited, a body or data key or index row gone.
+Damage is done the way it happens to a database, not through the engine: rows edited or deleted behind the
+append-only trigger's back, a table edited, a body or data key or index row gone, on both stores; and, where
+only one store has the mechanism, a byte flipped in the SQLite file or a PostgreSQL table the owner cannot read.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
+import secrets
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing
 from dataclasses import dataclass
 
 import pytest
@@ -19,13 +19,16 @@ from engram_memory.contract.errors import ErrorCode
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports import Scope, WrappedKey
 from engram_memory.engine.verify import ORPHAN_KEY_AGE_MS, VerifyReport, problems_json, verify_store
+from engram_memory.host.compose import open_vault
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.vault import SQLiteKeyVault
+from engram_memory.stores.postgres.queries import scope_token
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
 from tests.support.homes import bind, engine_for
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import unique_key
+from tests.support.postgres import OWNER_ROLE
+from tests.support.raw import RawDb, raw_store
 
 SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
 KEPT_TEXT = "Deploys need two approvals from the platform rota."
@@ -91,16 +94,13 @@ def _codes(report: VerifyReport) -> set[ErrorCode]:
 
 
 @pytest.fixture
-def db(paths: HostPaths) -> Iterator[sqlite3.Connection]:
-    connection = sqlite3.connect(paths.sqlite_file, isolation_level=None)
-    try:
+def db(paths: HostPaths) -> Iterator[RawDb]:
+    with raw_store(paths) as connection:
         yield connection
-    finally:
-        connection.close()
 
 
-def _rid(db: sqlite3.Connection, record_id: str) -> int:
-    return int(db.execute("SELECT rid FROM records WHERE record_id = ?", (record_id,)).fetchone()[0])
+def _rid(db: RawDb, record_id: str) -> int:
+    return int(db.value("SELECT rid FROM records WHERE record_id = ?", (record_id,)))
 
 
 # -- a healthy store ------------------------------------------------------------------------------
@@ -130,11 +130,12 @@ def test_verify_passes_an_empty_store(paths: HostPaths) -> None:
 
 
 def _event(paths: HostPaths, cursor: int) -> tuple[str, str]:
-    with closing(sqlite3.connect(paths.sqlite_file)) as db:
-        row = db.execute(
+    with raw_store(paths) as db:
+        row = db.one(
             "SELECT event_id, prev_digest FROM journal WHERE tenant = ? AND workspace = ? AND cursor = ?",
             (SCOPE.tenant, SCOPE.workspace, cursor),
-        ).fetchone()
+        )
+    assert row is not None
     return str(row[0]), str(row[1])
 
 
@@ -161,13 +162,43 @@ FLIPS: dict[str, tuple[Callable[[str, str], bytes], int, bytes]] = {
 
 @pytest.mark.parametrize("flip", sorted(FLIPS))
 @pytest.mark.parametrize("full", [True, False], ids=["full", "quick"])
-def test_verify_names_journal_corrupt_when_one_byte_of_a_journal_row_is_flipped(
-    session: Session, paths: HostPaths, flip: str, full: bool
+def test_verify_names_journal_corrupt_when_one_byte_of_a_journal_row_in_the_sqlite_file_is_flipped(
+    sqlite_paths: HostPaths, flip: str, full: bool
 ) -> None:
+    paths = sqlite_paths
+    _populate(paths)
     event_id, prev = _event(paths, 3)
     needle, offset, replacements = FLIPS[flip]
     _flip_in_file(paths, needle(event_id, prev), offset, replacements)
-    report = _verify(paths, full=full)
+    _assert_journal_corrupt_at_cursor_3(_verify(paths, full=full))
+
+
+# Text edits (the bytes PostgreSQL's text type can hold): the same flips, made by an UPDATE of the body.
+EDITS = {name: flip for name, flip in FLIPS.items() if name != "a byte that is not UTF-8"}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+@pytest.mark.parametrize("full", [True, False], ids=["full", "quick"])
+def test_verify_names_journal_corrupt_when_one_character_of_a_journal_body_is_changed(
+    session: Session, paths: HostPaths, db: RawDb, edit: str, full: bool
+) -> None:
+    event_id, prev = _event(paths, 3)
+    needle_of, offset, replacements = EDITS[edit]
+    needle = needle_of(event_id, prev).decode("utf-8")
+    where = "tenant = ? AND workspace = ? AND cursor = 3"
+    body = str(db.value(f"SELECT body FROM journal WHERE {where}", (SCOPE.tenant, SCOPE.workspace)))
+    at = body.find(needle)
+    assert at >= 0 and body.find(needle, at + 1) < 0, "the needle must occur exactly once in the body"
+    replacement = next(chr(byte) for byte in replacements if chr(byte) != body[at + offset])
+    db.allow_journal_edits()
+    db.execute(
+        f"UPDATE journal SET body = ? WHERE {where}",
+        (body[: at + offset] + replacement + body[at + offset + 1 :], SCOPE.tenant, SCOPE.workspace),
+    )
+    _assert_journal_corrupt_at_cursor_3(_verify(paths, full=full))
+
+
+def _assert_journal_corrupt_at_cursor_3(report: VerifyReport) -> None:
     first = report.first
     assert first is not None
     assert first.code is ErrorCode.JOURNAL_CORRUPT
@@ -175,10 +206,8 @@ def test_verify_names_journal_corrupt_when_one_byte_of_a_journal_row_is_flipped(
     assert first.detail.startswith("the journal of tenant-a/workspace-1 fails at cursor 3 (")
 
 
-def test_verify_names_cursor_gap_when_a_journal_row_is_deleted(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
-) -> None:
-    db.execute("DROP TRIGGER journal_is_append_only_delete")
+def test_verify_names_cursor_gap_when_a_journal_row_is_deleted(session: Session, paths: HostPaths, db: RawDb) -> None:
+    db.allow_journal_edits()
     db.execute("DELETE FROM journal WHERE tenant = ? AND workspace = ? AND cursor = 4", (SCOPE.tenant, SCOPE.workspace))
     report = _verify(paths, full=False)
     assert report.first is not None and report.first.code is ErrorCode.CURSOR_GAP
@@ -187,9 +216,9 @@ def test_verify_names_cursor_gap_when_a_journal_row_is_deleted(
 
 
 def test_verify_names_cursor_gap_when_the_last_journal_row_is_deleted(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
-    db.execute("DROP TRIGGER journal_is_append_only_delete")
+    db.allow_journal_edits()
     db.execute(
         "DELETE FROM journal WHERE tenant = ? AND workspace = ?"
         " AND cursor = (SELECT max(cursor) FROM journal WHERE tenant = ? AND workspace = ?)",
@@ -201,10 +230,10 @@ def test_verify_names_cursor_gap_when_the_last_journal_row_is_deleted(
 
 
 def test_verify_names_journal_corrupt_when_the_head_row_disagrees(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
     db.execute(
-        "UPDATE scopes SET head_digest = 'sha256:' || lower(hex(randomblob(32))) WHERE workspace = 'workspace-2'"
+        "UPDATE scopes SET head_digest = ? WHERE workspace = 'workspace-2'", ("sha256:" + secrets.token_hex(32),)
     )
     report = _verify(paths, full=False)
     assert [(p.code, p.scope, p.subject) for p in report.problems] == [
@@ -213,7 +242,7 @@ def test_verify_names_journal_corrupt_when_the_head_row_disagrees(
 
 
 def test_verify_names_journal_corrupt_when_a_record_state_is_edited(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
     db.execute("UPDATE records SET state = 'historical' WHERE record_id = ?", (session.kept,))
     quick = _verify(paths, full=False)
@@ -227,7 +256,7 @@ def test_verify_names_journal_corrupt_when_a_record_state_is_edited(
 
 
 def test_verify_names_journal_corrupt_when_a_review_flag_is_edited(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
     db.execute("UPDATE candidates SET adjudication = 0 WHERE candidate_id = ?", (session.in_review,))
     report = _verify(paths, full=False)
@@ -239,7 +268,7 @@ def test_verify_names_journal_corrupt_when_a_review_flag_is_edited(
 
 @pytest.mark.parametrize("owner", ["kept", "pending"])
 def test_verify_names_blob_missing_when_a_live_body_is_deleted(
-    session: Session, paths: HostPaths, db: sqlite3.Connection, owner: str
+    session: Session, paths: HostPaths, db: RawDb, owner: str
 ) -> None:
     owner_id = getattr(session, owner)
     db.execute("DELETE FROM sealed_bodies WHERE owner_id = ?", (owner_id,))
@@ -248,12 +277,10 @@ def test_verify_names_blob_missing_when_a_live_body_is_deleted(
     assert "is missing" in report.problems[0].detail
 
 
-def test_verify_names_a_body_left_for_an_ended_owner(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
-) -> None:
+def test_verify_names_a_body_left_for_an_ended_owner(session: Session, paths: HostPaths, db: RawDb) -> None:
     db.execute(
-        "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext) VALUES (?, ?, ?, x'00', x'00')",
-        (session.forgotten, SCOPE.tenant, SCOPE.workspace),
+        "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext) VALUES (?, ?, ?, ?, ?)",
+        (session.forgotten, SCOPE.tenant, SCOPE.workspace, b"\x00", b"\x00"),
     )
     report = _verify(paths, full=False)
     assert [(p.code, p.subject) for p in report.problems] == [(ErrorCode.JOURNAL_CORRUPT, session.forgotten)]
@@ -265,7 +292,7 @@ def test_verify_names_a_body_left_for_an_ended_owner(
 def test_verify_names_blob_missing_in_full_mode_when_a_data_key_is_destroyed(
     session: Session, paths: HostPaths
 ) -> None:
-    vault = SQLiteKeyVault(paths.vault_file)
+    vault = open_vault(paths)
     try:
         assert vault.destroy([session.kept], 1)
     finally:
@@ -277,11 +304,9 @@ def test_verify_names_blob_missing_in_full_mode_when_a_data_key_is_destroyed(
 
 
 def test_verify_names_blob_missing_in_full_mode_when_a_body_does_not_open(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
-    ciphertext = bytearray(
-        db.execute("SELECT ciphertext FROM sealed_bodies WHERE owner_id = ?", (session.kept,)).fetchone()[0]
-    )
+    ciphertext = bytearray(db.value("SELECT ciphertext FROM sealed_bodies WHERE owner_id = ?", (session.kept,)))
     ciphertext[0] ^= 0x01
     db.execute("UPDATE sealed_bodies SET ciphertext = ? WHERE owner_id = ?", (bytes(ciphertext), session.kept))
     report = _verify(paths, full=True)
@@ -290,7 +315,7 @@ def test_verify_names_blob_missing_in_full_mode_when_a_body_does_not_open(
 
 
 def test_verify_warns_about_orphaned_data_keys_older_than_an_hour(session: Session, paths: HostPaths) -> None:
-    vault = SQLiteKeyVault(paths.vault_file)
+    vault = open_vault(paths)
     try:
         key = WrappedKey(kek_id="kek-test", wrapped=b"\x00" * 40)
         vault.put(SCOPE, "cand_orphanedlongago", key, 0)
@@ -306,9 +331,9 @@ def test_verify_warns_about_orphaned_data_keys_older_than_an_hour(session: Sessi
 
 
 def test_verify_names_projection_stale_when_an_index_row_is_dropped(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
-    db.execute("DELETE FROM lexical_index WHERE rowid = ?", (_rid(db, session.kept),))
+    db.execute(f"DELETE FROM lexical_index WHERE {db.index_rid} = ?", (_rid(db, session.kept),))
     assert _verify(paths, full=False).ok  # the start-up check leaves the index to `verify`
     report = _verify(paths, full=True)
     assert _codes(report) == {ErrorCode.PROJECTION_STALE}
@@ -319,9 +344,17 @@ def test_verify_names_projection_stale_when_an_index_row_is_dropped(
 
 
 def test_verify_names_projection_stale_for_an_index_row_under_no_scope(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
-    db.execute("INSERT INTO lexical_index (rowid, scope, f_primary) VALUES (987654, 'snoscope', 'stray words')")
+    if db.is_postgres:
+        nowhere = Scope("tenant-z", "nowhere")
+        db.execute(
+            "INSERT INTO lexical_index (rid, tenant, workspace, scope_token, f_primary, f_decision, f_evidence,"
+            " f_context, f_citations) VALUES (987654, ?, ?, ?, 'stray words', '', '', '', '')",
+            (nowhere.tenant, nowhere.workspace, scope_token(nowhere)),
+        )
+    else:
+        db.execute("INSERT INTO lexical_index (rowid, scope, f_primary) VALUES (987654, 'snoscope', 'stray words')")
     report = _verify(paths, full=True)
     assert [(p.code, p.detail) for p in report.problems] == [
         (ErrorCode.PROJECTION_STALE, "the lexical index holds 3 rows for 2 accepted_current records")
@@ -329,29 +362,38 @@ def test_verify_names_projection_stale_for_an_index_row_under_no_scope(
 
 
 def test_verify_names_projection_stale_when_an_index_entry_differs_from_its_body(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
     rid = _rid(db, session.kept)
-    row = db.execute(
-        "SELECT scope, f_primary, f_decision, f_evidence, f_context, f_citations FROM lexical_index WHERE rowid = ?",
-        (rid,),
-    ).fetchone()
-    db.execute("DELETE FROM lexical_index WHERE rowid = ?", (rid,))
-    swapped = (row[0], row[2], row[1], *row[3:])  # the primary text filed as the decision and back
-    db.execute(
-        "INSERT INTO lexical_index (rowid, scope, f_primary, f_decision, f_evidence, f_context, f_citations)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (rid, *swapped),
-    )
+    # The primary text filed as the decision and back.
+    if db.is_postgres:
+        db.execute("UPDATE lexical_index SET f_primary = f_decision, f_decision = f_primary WHERE rid = ?", (rid,))
+    else:
+        row = db.one(
+            "SELECT scope, f_primary, f_decision, f_evidence, f_context, f_citations FROM lexical_index"
+            " WHERE rowid = ?",
+            (rid,),
+        )
+        assert row is not None
+        db.execute("DELETE FROM lexical_index WHERE rowid = ?", (rid,))
+        db.execute(
+            "INSERT INTO lexical_index (rowid, scope, f_primary, f_decision, f_evidence, f_context, f_citations)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (rid, row[0], row[2], row[1], *row[3:]),
+        )
     report = _verify(paths, full=True)
     assert (ErrorCode.PROJECTION_STALE, session.kept) in {(p.code, p.subject) for p in report.problems}
     assert any("does not match its body" in p.detail for p in report.problems)
 
 
 def test_verify_names_projection_stale_when_the_index_fails_its_own_check(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
-    db.execute("DELETE FROM lexical_index_docsize WHERE id = ?", (_rid(db, session.kept),))
+    if db.is_postgres:  # a stored tsvector that is no longer what its tokens give
+        db.execute("ALTER TABLE lexical_index ALTER COLUMN tsv DROP EXPRESSION")
+        db.execute("UPDATE lexical_index SET tsv = 'stray:1A'::tsvector WHERE rid = ?", (_rid(db, session.kept),))
+    else:  # FTS5's own bookkeeping of a row's length
+        db.execute("DELETE FROM lexical_index_docsize WHERE id = ?", (_rid(db, session.kept),))
     report = _verify(paths, full=True)
     assert (ErrorCode.PROJECTION_STALE, "the full-text index fails its own integrity check") in {
         (p.code, p.detail) for p in report.problems
@@ -361,10 +403,12 @@ def test_verify_names_projection_stale_when_the_index_fails_its_own_check(
 # -- a damaged file -------------------------------------------------------------------------------
 
 
-def test_verify_reports_a_malformed_journal_page_instead_of_raising(session: Session, paths: HostPaths) -> None:
-    with closing(sqlite3.connect(paths.sqlite_file)) as db:
-        page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
-        root = int(db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'journal'").fetchone()[0])
+def test_verify_reports_a_malformed_sqlite_journal_page_instead_of_raising(sqlite_paths: HostPaths) -> None:
+    paths = sqlite_paths
+    _populate(paths)
+    with raw_store(paths) as db:
+        page_size = int(db.value("PRAGMA page_size"))
+        root = int(db.value("SELECT rootpage FROM sqlite_master WHERE name = 'journal'"))
     data = bytearray(paths.sqlite_file.read_bytes())
     start = (root - 1) * page_size
     data[start : start + 12] = b"\xff" * 12  # the b-tree page header: its type byte is now invalid
@@ -375,23 +419,39 @@ def test_verify_reports_a_malformed_journal_page_instead_of_raising(session: Ses
     assert first.detail.endswith("cannot be read (the database disk image is malformed)")
 
 
+def test_verify_reports_an_unreadable_postgres_journal_instead_of_raising(postgres_paths: HostPaths) -> None:
+    paths = postgres_paths
+    _populate(paths)
+    with raw_store(paths) as db:
+        db.execute(f"REVOKE SELECT ON journal FROM {OWNER_ROLE}")  # the owner took its own right away
+    report = _verify(paths, full=False)
+    assert [(p.code, p.scope, p.detail) for p in report.problems] == [
+        (ErrorCode.JOURNAL_CORRUPT, None, "the list of scopes cannot be read (unreadable)")  # scopes come from it
+    ]
+
+
 def test_verify_reports_a_body_of_the_wrong_type_instead_of_raising(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
-    db.execute("UPDATE sealed_bodies SET ciphertext = 'now text, not bytes' WHERE owner_id = ?", (session.kept,))
+    if db.is_postgres:  # a column whose type was changed: every body of every scope now reads as text
+        db.execute("ALTER TABLE sealed_bodies ALTER COLUMN ciphertext TYPE text USING encode(ciphertext, 'hex')")
+        damaged = ["tenant-a/workspace-1", "tenant-a/workspace-2"]
+    else:  # SQLite keeps whatever type a row was given
+        db.execute("UPDATE sealed_bodies SET ciphertext = 'now text, not bytes' WHERE owner_id = ?", (session.kept,))
+        damaged = ["tenant-a/workspace-1"]
     report = _verify(paths, full=True)
     assert [(p.code, p.detail) for p in report.problems] == [
-        (ErrorCode.BLOB_MISSING, "the sealed bodies of tenant-a/workspace-1 cannot be checked (TypeError)")
+        (ErrorCode.BLOB_MISSING, f"the sealed bodies of {name} cannot be checked (TypeError)") for name in damaged
     ]
 
 
 def test_verify_lists_twenty_problems_of_a_kind_then_counts_the_rest(
-    session: Session, paths: HostPaths, db: sqlite3.Connection
+    session: Session, paths: HostPaths, db: RawDb
 ) -> None:
     for number in range(25):
         db.execute(
-            "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext) VALUES (?, ?, ?, x'00', x'00')",
-            (f"cand_stray{number:02d}", SCOPE.tenant, SCOPE.workspace),
+            "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext) VALUES (?, ?, ?, ?, ?)",
+            (f"cand_stray{number:02d}", SCOPE.tenant, SCOPE.workspace, b"\x00", b"\x00"),
         )
     report = _verify(paths, full=False)
     assert [p.subject for p in report.problems] == [f"cand_stray{n:02d}" for n in range(20)] + ["leftover"]

@@ -2,6 +2,11 @@
 
 A forgotten record's text can never come back from an older archive: its data key is destroyed in the
 vault, which no archive holds, and the archive carries no index tokens of it.
+
+The archive format is the same for both stores. Tests of the archive itself (damage, another home's
+archive, refusals) copy one SQLite template home, whose files they compare byte for byte; the tests of
+what a restore settles (forgets and withdrawals after the backup, the journal it writes) run on both
+stores; tests/host/test_backup_postgres.py moves archives between the two.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import json
 import secrets
 import shutil
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -24,15 +29,17 @@ from engram_memory.engine.ports import RevocationRow, Scope, SealedBody
 from engram_memory.engine.sealing import open_sealed
 from engram_memory.host.archive import CHUNK_BYTES, TAG_BYTES, open_archive, seal_archive
 from engram_memory.host.backup import JOURNAL_ROOT_DOMAIN
+from engram_memory.host.compose import open_store, open_vault, store_settings
 from engram_memory.host.keyfiles import backup_key, load_keyring
 from engram_memory.host.restore import RESTORE_REASON
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.store import SQLiteStore
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
 from tests.host.clirun import assert_one_line_failure, cli
 from tests.support.homes import bind, engine_for, make_home
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import unique_key
+from tests.support.postgres import PostgresCluster, owner_url
+from tests.support.raw import raw_store, readable_in_store
 
 SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
 TOPICS = [
@@ -69,6 +76,21 @@ def _wipe_store(paths: HostPaths) -> None:
 
 def _store_bytes(paths: HostPaths) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(paths.store_dir.rglob("*")) if path.is_file())
+
+
+def _lose_store(paths: HostPaths, request: pytest.FixtureRequest) -> None:
+    """The store is lost, the keys folder is not: SQLite's store folder goes; a PostgreSQL home is pointed
+    at a new, empty database (as an operator would after losing the old one) that `init` prepares."""
+    settings = store_settings(paths)
+    if not settings.is_postgres:
+        _wipe_store(paths)
+        return
+    cluster: PostgresCluster = request.getfixturevalue("postgres_cluster")
+    fresh = cluster.new_database()
+    request.addfinalizer(lambda: cluster.retire_database(fresh))
+    paths.config.write_text(replace(settings, store=owner_url(cluster, fresh)).to_toml(), encoding="utf-8")
+    done = cli("init", "--home", paths.home, "--json")
+    assert done.code == 0, done
 
 
 def _opened_archive(paths: HostPaths, archive: Path) -> tuple[dict[str, object], bytes]:
@@ -284,14 +306,14 @@ def test_restore_without_the_homes_vault_is_refused(backed: Backed) -> None:
 
 
 def test_forgotten_record_text_cannot_be_recovered_from_a_backup_taken_before_the_forget(
-    paths: HostPaths, tmp_path: Path
+    paths: HostPaths, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     marker = "zanzibarquux" + secrets.token_hex(4)
     with engine_for(paths) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
         record_id = agent.remember(f"The {marker} cluster keeps quorum.", context=f"{marker} context")
         neighbour = agent.remember("An unrelated neighbour record keeps the index busy.")
-    assert marker.encode() in _store_bytes(paths).lower()  # the live index holds its tokens: this check can fail
+    assert readable_in_store(paths, [marker]) != []  # the live index holds its tokens: this check can fail
     older = tmp_path / "before-forget.backup"
     _backup(paths, older)
 
@@ -301,7 +323,7 @@ def test_forgotten_record_text_cannot_be_recovered_from_a_backup_taken_before_th
         agent.error_code("engram_memory_forget", args)
         _approve(engine)
         agent.value("engram_memory_forget", args)
-    _wipe_store(paths)
+    _lose_store(paths, request)
     result = _restore(paths, older)
     assert result["tombstoned"] == [record_id]
 
@@ -310,25 +332,25 @@ def test_forgotten_record_text_cannot_be_recovered_from_a_backup_taken_before_th
         assert agent.found_ids(marker) == []
         assert agent.get(record_id)["error"]["code"] == "NOT_FOUND"
         assert agent.found_ids("unrelated neighbour") == [neighbour]
-    with sqlite3.connect(paths.sqlite_file) as db:
-        assert db.execute("SELECT state FROM records WHERE record_id = ?", (record_id,)).fetchone() == ("tombstoned",)
-        assert db.execute("SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", (record_id,)).fetchone() == (0,)
-        digest_row = db.execute("SELECT payload_digest FROM records WHERE record_id = ?", (record_id,)).fetchone()
-        assert db.execute("SELECT count(*) FROM tombstones WHERE payload_digest = ?", digest_row).fetchone() == (1,)
-        last = json.loads(db.execute("SELECT body FROM journal ORDER BY cursor DESC LIMIT 1").fetchone()[0])
+    with raw_store(paths) as db:
+        assert db.one("SELECT state FROM records WHERE record_id = ?", (record_id,)) == ("tombstoned",)
+        assert db.count("sealed_bodies", "owner_id = ?", (record_id,)) == 0
+        digest = db.value("SELECT payload_digest FROM records WHERE record_id = ?", (record_id,))
+        assert db.count("tombstones", "payload_digest = ?", (digest,)) == 1
+        last = json.loads(db.value("SELECT body FROM journal ORDER BY cursor DESC LIMIT 1"))
     assert last["kind"] == journal.RECORD_TRANSITIONED and last["actor"]["agent_id"] == "host"
     assert last["data"]["reason_ref"] == RESTORE_REASON and last["data"]["to_state"] == "tombstoned"
 
     # Neither the archive's bytes, nor its decrypted snapshot, nor any file of the restored store holds the text.
     assert marker.encode() not in older.read_bytes().lower()
-    assert marker.encode() not in _store_bytes(paths).lower()
+    assert readable_in_store(paths, [marker]) == []
     _, snapshot = _opened_archive(paths, older)
     assert marker.encode() not in snapshot.lower()
     archived = _snapshot_db(snapshot)
     assert archived.execute("SELECT count(*) FROM lexical_index").fetchone() == (0,)
     row = archived.execute("SELECT nonce, ciphertext FROM sealed_bodies WHERE owner_id = ?", (record_id,)).fetchone()
     assert row is not None  # the ciphertext is in the old archive, but its key is gone for good
-    vault = SQLiteKeyVault(paths.vault_file)
+    vault = open_vault(paths)
     try:
         assert vault.get(SCOPE, record_id) is None and vault.shredded([record_id]) == {record_id}
         with pytest.raises(ContractError) as caught:
@@ -341,7 +363,7 @@ def test_forgotten_record_text_cannot_be_recovered_from_a_backup_taken_before_th
 
 
 def test_restore_withdraws_candidates_whose_keys_were_destroyed_after_the_backup(
-    paths: HostPaths, tmp_path: Path
+    paths: HostPaths, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     with engine_for(paths) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
@@ -357,17 +379,19 @@ def test_restore_withdraws_candidates_whose_keys_were_destroyed_after_the_backup
         _approve(engine)
         agent.value("engram_memory_withdraw", args)
         assert agent.admit(admitted_later)["status"] == "accepted"
-    _wipe_store(paths)
+    _lose_store(paths, request)
     result = _restore(paths, archive)
     assert sorted(result["withdrawn"]) == sorted([withdrawn_later, admitted_later])  # type: ignore[type-var]
-    with sqlite3.connect(paths.sqlite_file) as db:
-        states = dict(db.execute("SELECT candidate_id, state FROM candidates").fetchall())
-        bodies = {row[0] for row in db.execute("SELECT owner_id FROM sealed_bodies")}
+    with raw_store(paths) as db:
+        states = {row[0]: row[1] for row in db.rows("SELECT candidate_id, state FROM candidates")}
+        bodies = {row[0] for row in db.rows("SELECT owner_id FROM sealed_bodies")}
     assert states == {withdrawn_later: "withdrawn", admitted_later: "withdrawn", kept: "pending"}
     assert bodies == {kept}
 
 
-def test_restored_journal_verifies_and_folds_into_the_tables(paths: HostPaths, tmp_path: Path) -> None:
+def test_restored_journal_verifies_and_folds_into_the_tables(
+    paths: HostPaths, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     with engine_for(paths) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
         ids = [agent.remember(f"Fact number {n} about the ledger.") for n in range(3)]
@@ -384,18 +408,18 @@ def test_restored_journal_verifies_and_folds_into_the_tables(paths: HostPaths, t
         agent.error_code("engram_memory_withdraw", args)
         _approve(engine)
         agent.value("engram_memory_withdraw", args)
-    _wipe_store(paths)
+    _lose_store(paths, request)
     _restore(paths, archive)
-    store = SQLiteStore(paths.sqlite_file)
+    store = open_store(paths)
     with store.read() as tx:
         events = list(tx.events(SCOPE))
         head = tx.head(SCOPE)
     store.close()
     assert journal.verify_chain(SCOPE, events) == head
     folded = journal.fold(events)
-    with sqlite3.connect(paths.sqlite_file) as db:
-        assert folded.candidates == dict(db.execute("SELECT candidate_id, state FROM candidates").fetchall())
-        assert folded.records == dict(db.execute("SELECT record_id, state FROM records").fetchall())
+    with raw_store(paths) as db:
+        assert folded.candidates == {row[0]: row[1] for row in db.rows("SELECT candidate_id, state FROM candidates")}
+        assert folded.records == {row[0]: row[1] for row in db.rows("SELECT record_id, state FROM records")}
     assert folded.records[ids[0]] == "tombstoned" and folded.candidates[pending] == "withdrawn"
     assert [event.body["data"]["reason_ref"] for event in events[-2:]] == [RESTORE_REASON, RESTORE_REASON]
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import stat
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +20,10 @@ from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
-from tests.support.homes import bind, make_home
+from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args, unique_key
+from tests.support.raw import POSTGRES, raw_store, raw_vault, store_kind
 
 ERROR = "engram-memory: error: "
 START_MS = 1_800_000_000_000  # 2027-01-15T08:00:00.000Z
@@ -95,26 +94,36 @@ def _populate(paths: HostPaths) -> Site:
 
 
 @pytest.fixture
-def site(tmp_path: Path) -> Site:
-    return _populate(make_home(tmp_path / "home"))
+def site(paths: HostPaths) -> Site:
+    return _populate(paths)
 
 
-def _journal_body_needle(paths: HostPaths, cursor: int) -> bytes:
-    with closing(sqlite3.connect(paths.sqlite_file)) as db:
-        event_id = db.execute(
-            "SELECT event_id FROM journal WHERE tenant = 'tenant-a' AND workspace = 'workspace-1' AND cursor = ?",
-            (cursor,),
-        ).fetchone()[0]
-    return f'"event_id":"{event_id}"'.encode()
+JOURNAL_ROW = "tenant = 'tenant-a' AND workspace = 'workspace-1' AND cursor = ?"
 
 
 def _flip_journal_byte(paths: HostPaths, cursor: int) -> None:
-    """One byte of the journal row's body changes in the database file; the append-only trigger never ran."""
-    needle = _journal_body_needle(paths, cursor)
+    """One letter of the journal row's event id changes behind the engine's back.
+
+    SQLite: the byte is changed in the database file itself, so the append-only trigger never runs.
+    PostgreSQL (whose files are the server's): an UPDATE by the owner with the trigger disabled.
+    """
+    with raw_store(paths) as db:
+        event_id = str(db.value(f"SELECT event_id FROM journal WHERE {JOURNAL_ROW}", (cursor,)))
+        body = str(db.value(f"SELECT body FROM journal WHERE {JOURNAL_ROW}", (cursor,)))
+    needle = f'"event_id":"{event_id}"'
+    at = body.find(needle) + 16
+    assert at >= 16 and body.find(needle, at) < 0
+    changed = "2" if body[at] != "2" else "3"
+    if store_kind(paths) == POSTGRES:
+        with raw_store(paths) as db:
+            db.allow_journal_edits()
+            edited = body[:at] + changed + body[at + 1 :]
+            db.execute(f"UPDATE journal SET body = ? WHERE {JOURNAL_ROW}", (edited, cursor))
+        return
     data = bytearray(paths.sqlite_file.read_bytes())
-    at = data.find(needle)
-    assert at >= 0 and data.find(needle, at + 1) < 0
-    data[at + 16] = ord("2") if data[at + 16] != ord("2") else ord("3")
+    found = data.find(needle.encode())
+    assert found >= 0 and data.find(needle.encode(), found + 1) < 0
+    data[found + 16] = ord(changed)
     paths.sqlite_file.write_bytes(bytes(data))
 
 
@@ -159,10 +168,11 @@ def test_verify_exits_one_naming_journal_corrupt_when_a_journal_byte_is_flipped(
 
 
 def test_verify_lists_every_problem_and_names_the_first_on_stderr(site: Site) -> None:
-    with closing(sqlite3.connect(site.paths.sqlite_file)) as db, db:
+    with raw_store(site.paths) as db:
         db.execute("DELETE FROM sealed_bodies WHERE owner_id = ?", (site.pending,))
         db.execute(
-            "DELETE FROM lexical_index WHERE rowid = (SELECT rid FROM records WHERE record_id = ?)", (site.records[2],)
+            f"DELETE FROM lexical_index WHERE {db.index_rid} = (SELECT rid FROM records WHERE record_id = ?)",
+            (site.records[2],),
         )
     done = cli("verify", "--json", "--home", site.paths.home)
     assert done.code == 1
@@ -176,9 +186,10 @@ def test_verify_lists_every_problem_and_names_the_first_on_stderr(site: Site) ->
 
 
 def test_verify_quick_leaves_the_index_to_the_full_check(site: Site) -> None:
-    with closing(sqlite3.connect(site.paths.sqlite_file)) as db, db:
+    with raw_store(site.paths) as db:
         db.execute(
-            "DELETE FROM lexical_index WHERE rowid = (SELECT rid FROM records WHERE record_id = ?)", (site.records[0],)
+            f"DELETE FROM lexical_index WHERE {db.index_rid} = (SELECT rid FROM records WHERE record_id = ?)",
+            (site.records[0],),
         )
     assert _ok(cli("verify", "--quick", "--home", site.paths.home)).endswith("no problems found\n")
     assert cli("verify", "--home", site.paths.home).code == 1
@@ -213,7 +224,7 @@ def test_serve_refuses_a_store_whose_journal_has_a_flipped_byte(site: Site) -> N
 
 
 def test_serve_refuses_a_store_with_a_missing_body(site: Site) -> None:
-    with closing(sqlite3.connect(site.paths.sqlite_file)) as db, db:
+    with raw_store(site.paths) as db:
         db.execute("DELETE FROM sealed_bodies WHERE owner_id = ?", (site.records[1],))
     line = assert_one_line_failure(_serve(site))
     assert line == (
@@ -223,8 +234,8 @@ def test_serve_refuses_a_store_with_a_missing_body(site: Site) -> None:
 
 
 def test_serve_refuses_a_store_with_a_cursor_gap(site: Site) -> None:
-    with closing(sqlite3.connect(site.paths.sqlite_file)) as db, db:
-        db.execute("DROP TRIGGER journal_is_append_only_delete")
+    with raw_store(site.paths) as db:
+        db.allow_journal_edits()
         db.execute("DELETE FROM journal WHERE workspace = 'workspace-2' AND cursor = 1")
     line = assert_one_line_failure(_serve(site))
     assert line.startswith(ERROR + "CURSOR_GAP: the journal of tenant-a/workspace-2 has a gap")
@@ -237,8 +248,12 @@ def test_stats_json_counts_states_queues_keys_sizes_and_index_health(site: Site)
     _ok(cli("revoke", bind(site.paths).binding.token_id, "--home", site.paths.home))
     data = json.loads(_ok(cli("stats", "--json", "--home", site.paths.home)))
     files = data.pop("files")
-    assert set(files) == {"store_bytes", "store_wal_bytes", "vault_bytes", "vault_wal_bytes"}
-    assert files["store_bytes"] > 0 and files["vault_bytes"] > 0
+    if store_kind(site.paths) == POSTGRES:  # sizes of the two databases, as the server reports them
+        assert set(files) == {"store_database_bytes", "vault_database_bytes"}
+        assert files["store_database_bytes"] > 0 and files["vault_database_bytes"] > 0
+    else:
+        assert set(files) == {"store_bytes", "store_wal_bytes", "vault_bytes", "vault_wal_bytes"}
+        assert files["store_bytes"] > 0 and files["vault_bytes"] > 0
     per_scope = data.pop("per_scope")
     assert data == {
         "scopes": 2,
@@ -267,9 +282,10 @@ def test_stats_json_counts_states_queues_keys_sizes_and_index_health(site: Site)
 
 
 def test_stats_reports_stale_index_when_a_row_is_missing(site: Site) -> None:
-    with closing(sqlite3.connect(site.paths.sqlite_file)) as db, db:
+    with raw_store(site.paths) as db:
         db.execute(
-            "DELETE FROM lexical_index WHERE rowid = (SELECT rid FROM records WHERE record_id = ?)", (site.records[2],)
+            f"DELETE FROM lexical_index WHERE {db.index_rid} = (SELECT rid FROM records WHERE record_id = ?)",
+            (site.records[2],),
         )
     data = json.loads(_ok(cli("stats", "--json", "--home", site.paths.home)))
     assert data["index"] == {"indexed": 2, "accepted_current": 3, "stray_rows": 0, "healthy": False}
@@ -353,8 +369,7 @@ def test_audit_export_refuses_bad_instants_in_one_line(site: Site, args: tuple[s
 # -- revoke ---------------------------------------------------------------------------------------
 
 
-def test_revoke_json_records_who_and_when_and_is_idempotent(tmp_path: Path) -> None:
-    paths = make_home(tmp_path / "home")
+def test_revoke_json_records_who_and_when_and_is_idempotent(paths: HostPaths) -> None:
     token_id = json.loads(
         _ok(
             cli(
@@ -372,21 +387,19 @@ def test_revoke_json_records_who_and_when_and_is_idempotent(tmp_path: Path) -> N
     assert again == {**first, "already_revoked": True}
     said = _ok(cli("revoke", token_id, "--home", paths.home))
     assert said == f"{token_id} was already revoked at {first['revoked_at']} by {current_user()}\n"
-    with closing(sqlite3.connect(paths.vault_file)) as db:
-        assert db.execute("SELECT count(*) FROM revocations").fetchone() == (1,)
+    with raw_vault(paths) as db:
+        assert db.count("revocations") == 1
 
 
-def test_revoke_says_what_it_did_for_people(tmp_path: Path) -> None:
-    paths = make_home(tmp_path / "home")
+def test_revoke_says_what_it_did_for_people(paths: HostPaths) -> None:
     token_id = bind(paths).binding.token_id
     said = _ok(cli("revoke", token_id, "--home", paths.home))
     assert said == f"revoked {token_id}: its calls now answer AUTHORIZATION_REVOKED\n"
 
 
 @pytest.mark.parametrize("token_id", ["bind_short", "BIND_AAAAAAAAAAAAAAAA", "bind_aaaaaaaaaaaaaaa1", "eyJhbGciOi.x.y"])
-def test_revoke_refuses_an_id_of_another_shape_in_one_line(tmp_path: Path, token_id: str) -> None:
-    paths = make_home(tmp_path / "home")
+def test_revoke_refuses_an_id_of_another_shape_in_one_line(paths: HostPaths, token_id: str) -> None:
     line = assert_one_line_failure(cli("revoke", token_id, "--home", paths.home))
     assert line == ERROR + "a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bind --json`)"
-    with closing(sqlite3.connect(paths.vault_file)) as db:
-        assert db.execute("SELECT count(*) FROM revocations").fetchone() == (0,)
+    with raw_vault(paths) as db:
+        assert db.count("revocations") == 0

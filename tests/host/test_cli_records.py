@@ -18,7 +18,7 @@ from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
-from tests.support.homes import bind, engine_for, make_home
+from tests.support.homes import bind, engine_for
 from tests.support.inprocess import InProcessAgent
 
 RECORD_KEYS = {
@@ -56,8 +56,8 @@ TEXTS = ("The kestrel gateway drains before deploys.", "The kestrel gateway now 
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> HostPaths:
-    return make_home(tmp_path / "home")
+def home(paths: HostPaths) -> HostPaths:
+    return paths
 
 
 def _remember(paths: HostPaths, *texts: str, workspace: str = "workspace-1") -> list[str]:

@@ -78,9 +78,8 @@ class Site:
 
 
 @pytest.fixture
-def site(tmp_path: Path) -> Site:
+def site(paths: HostPaths) -> Site:
     """A home in review mode with two candidates waiting for a person and one never sent to review."""
-    paths = make_home(tmp_path / "home")
     paths.policy.write_text(DEFAULT_POLICY_TOML.replace('mode = "auto"', 'mode = "review"'), encoding="utf-8")
     keys: dict[str, str] = {}
     with engine_for(paths) as engine:

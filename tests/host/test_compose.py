@@ -144,8 +144,8 @@ def test_init_home_refuses_when_config_names_another_store(tmp_path: Path) -> No
 # -- configured_store / open_engine --------------------------------------------------------------
 
 
-def test_configured_store_is_sqlite_after_init(paths: HostPaths) -> None:
-    assert configured_store(paths) == "sqlite"
+def test_configured_store_is_sqlite_after_init(sqlite_paths: HostPaths) -> None:
+    assert configured_store(sqlite_paths) == "sqlite"
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,8 @@ def test_open_engine_raises_home_error_when_home_is_missing(tmp_path: Path) -> N
     assert not paths.home.exists()
 
 
-def test_open_engine_raises_home_error_when_store_file_is_missing(paths: HostPaths) -> None:
+def test_open_engine_raises_home_error_when_the_sqlite_store_file_is_missing(sqlite_paths: HostPaths) -> None:
+    paths = sqlite_paths
     paths.sqlite_file.unlink()
     with pytest.raises(HomeError) as raised, open_engine(paths):
         pass

@@ -6,20 +6,21 @@ import fcntl
 import json
 import os
 import signal
-import sqlite3
 import stat
 import subprocess
 import sys
 
 from engram_memory.engine.ports import Scope, SealedBody, WrappedKey
 from engram_memory.engine.sealing import open_sealed
+from engram_memory.host.compose import open_vault
 from engram_memory.host.keyfiles import RingFile, load_keyring, new_kek, read_ring_file, write_ring_file
 from engram_memory.host.rotation import LOCK_FILE
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.vault import Rewrap, SQLiteKeyVault
+from engram_memory.stores.sql.vault import Rewrap
 from tests.host.clirun import assert_one_line_failure, clean_env, cli
 from tests.support.homes import bind, engine_for
 from tests.support.inprocess import InProcessAgent
+from tests.support.raw import raw_store, raw_vault
 
 SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
 
@@ -34,22 +35,22 @@ def _fill(paths: HostPaths, records: int, *, pending: int = 0) -> list[str]:
 
 
 def _bodies(paths: HostPaths) -> dict[str, tuple[bytes, bytes]]:
-    with sqlite3.connect(paths.sqlite_file) as db:
-        rows = db.execute("SELECT owner_id, nonce, ciphertext FROM sealed_bodies").fetchall()
+    with raw_store(paths) as db:
+        rows = db.rows("SELECT owner_id, nonce, ciphertext FROM sealed_bodies")
     return {row[0]: (bytes(row[1]), bytes(row[2])) for row in rows}
 
 
 def _vault_keys(paths: HostPaths) -> dict[str, tuple[str, bytes]]:
-    with sqlite3.connect(paths.vault_file) as db:
-        rows = db.execute("SELECT owner_id, kek_id, wrapped FROM data_keys").fetchall()
+    with raw_vault(paths) as db:
+        rows = db.rows("SELECT owner_id, kek_id, wrapped FROM data_keys")
     return {row[0]: (row[1], bytes(row[2])) for row in rows}
 
 
 def _open_every_body(paths: HostPaths) -> int:
     """Opens each sealed body with the home's ring and vault; returns how many opened (all, or it raises)."""
-    with sqlite3.connect(paths.sqlite_file) as db:
-        records = {row[0] for row in db.execute("SELECT record_id FROM records")}
-    ring, vault = load_keyring(paths), SQLiteKeyVault(paths.vault_file)
+    with raw_store(paths) as db:
+        records = {row[0] for row in db.rows("SELECT record_id FROM records")}
+    ring, vault = load_keyring(paths), open_vault(paths)
     try:
         for owner_id, (nonce, ciphertext) in _bodies(paths).items():
             kind = "record" if owner_id in records else "candidate"
@@ -148,7 +149,7 @@ def test_running_engine_reads_and_writes_across_rotations(paths: HostPaths) -> N
 
 
 def test_rewrap_leaves_a_key_destroyed_meanwhile_destroyed(paths: HostPaths) -> None:
-    vault = SQLiteKeyVault(paths.vault_file)
+    vault = open_vault(paths)
     try:
         vault.put(SCOPE, "mem_a", WrappedKey("kek-old", b"\x01" * 40), 1)
         vault.put(SCOPE, "mem_b", WrappedKey("kek-old", b"\x02" * 40), 1)
@@ -177,7 +178,7 @@ def test_second_rotation_is_refused_while_one_runs(paths: HostPaths) -> None:
 
 def test_rotation_refuses_keys_wrapped_by_a_kek_the_ring_lacks(paths: HostPaths) -> None:
     _fill(paths, 2)
-    with sqlite3.connect(paths.vault_file) as db:
+    with raw_vault(paths) as db:
         db.execute(
             "UPDATE data_keys SET kek_id = 'kek-lost' WHERE owner_id IN (SELECT owner_id FROM data_keys LIMIT 1)"
         )

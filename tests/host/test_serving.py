@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
-from contextlib import closing
 from pathlib import Path
 
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine.housekeeping import SWEEP_GRACE_MS
 from engram_memory.host.serving import housekeep_once
+from engram_memory.host.settings import HostPaths
 from tests.host.clirun import cli
 from tests.support.agents import StdioAgent
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
-from tests.support.homes import bind, engine_for, make_home
+from tests.support.homes import bind, engine_for
 from tests.support.inprocess import InProcessAgent
+from tests.support.raw import raw_vault
 
 
 def _state(home: Path, record_id: str) -> str:
@@ -25,8 +25,7 @@ def _state(home: Path, record_id: str) -> str:
     return str(json.loads(done.stdout)["state"])
 
 
-def test_housekeep_once_expires_due_records_and_sweeps_ended_keys(tmp_path: Path) -> None:
-    paths = make_home(tmp_path / "home")
+def test_housekeep_once_expires_due_records_and_sweeps_ended_keys(paths: HostPaths) -> None:
     clock = ManualClock()
     with steered_engine(paths, clock=clock) as engine:
         agent = InProcessAgent(engine, bind(paths, lifetime_s=86_400).binding)
@@ -36,11 +35,11 @@ def test_housekeep_once_expires_due_records_and_sweeps_ended_keys(tmp_path: Path
         )
         candidate = agent.capture("A draft decided later.")["candidate_id"]
         agent.admit(candidate)
-        with closing(sqlite3.connect(paths.vault_file)) as vault, vault:
+        with raw_vault(paths) as vault:
             vault.execute(
                 "INSERT INTO data_keys (owner_id, tenant, workspace, kek_id, wrapped, created_at_ms)"
-                " VALUES (?, 'tenant-a', 'workspace-1', 'k', x'00', 0)",
-                (candidate,),
+                " VALUES (?, 'tenant-a', 'workspace-1', 'k', ?, 0)",
+                (candidate, b"\x00"),
             )
         assert housekeep_once(engine) == (0, 1)
         clock.advance(SWEEP_GRACE_MS)
@@ -49,8 +48,7 @@ def test_housekeep_once_expires_due_records_and_sweeps_ended_keys(tmp_path: Path
     assert _state(paths.home, record_id) == "expired"
 
 
-def test_serve_expires_due_records_when_it_starts(tmp_path: Path) -> None:
-    paths = make_home(tmp_path / "home")
+def test_serve_expires_due_records_when_it_starts(paths: HostPaths) -> None:
     issued = bind(paths)
     with engine_for(paths) as engine:
         expires = format_instant(int(time.time() * 1000) + 1_500)

@@ -1,8 +1,9 @@
 """Fixtures of the stdio conformance suite: one shared host home, servers started once per binding and era.
 
 A server start costs about a second, so every (binding, era) pair gets exactly one `engram-memory serve`
-process for the whole session (`pool`), closed at the end. Tests that rewrite the policy or must stop
-their server get their own home (see the modules that need one).
+process for the whole session (`pool`), closed at the end. The shared home exists once per store (SQLite and
+PostgreSQL), so each test runs on both. Tests that rewrite the policy or must stop their server get
+their own home (see the modules that need one).
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import pytest
 from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import ERAS, HostCli, Pool
 from tests.support.agents import StdioAgent
-from tests.support.homes import make_home
+from tests.support.homes import STORES, home_on
 
 
-@pytest.fixture(scope="session")
-def shared_home(tmp_path_factory: pytest.TempPathFactory) -> HostPaths:
-    return make_home(tmp_path_factory.mktemp("stdio") / "home")
+@pytest.fixture(scope="session", params=STORES)
+def shared_home(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostPaths]:
+    """One home per store; every test on the shared servers runs once on each."""
+    store = str(request.param)
+    with home_on(store, tmp_path_factory.mktemp(f"stdio-{store}") / "home", request) as home:
+        yield home
 
 
 @pytest.fixture(scope="session")

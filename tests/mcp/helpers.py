@@ -11,7 +11,6 @@ import json
 import os
 import re
 import secrets
-import sqlite3
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from engram_memory.host.settings import HostPaths
 from tests.support.agents import StdioAgent
 from tests.support.homes import Issued, bind, engine_for, make_home
 from tests.support.payloads import PURPOSE, capture_args, unique_key
+from tests.support.raw import POSTGRES, raw_store, readable_in_store, store_kind
 
 SEARCH = "engram_memory_search"
 GET = "engram_memory_get"
@@ -193,12 +193,10 @@ def forget_args(record_id: str, key: str | None = None, reason: str = "reason:ti
 
 
 def db_query(paths: HostPaths, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Rows from the home's SQLite file, read by a separate connection (as any host tool would)."""
-    db = sqlite3.connect(paths.sqlite_file, timeout=30)
-    try:
-        return list(db.execute(sql, params).fetchall())
-    finally:
-        db.close()
+    """Rows from the home's store (SQLite file or PostgreSQL database), read by a separate connection as
+    any host tool would; `?` placeholders on both."""
+    with raw_store(paths) as db:
+        return db.rows(sql, params)
 
 
 def db_count(paths: HostPaths, table: str, where: str = "", params: tuple[Any, ...] = ()) -> int:
@@ -212,7 +210,14 @@ def store_files(paths: HostPaths) -> dict[Path, bytes]:
 
 
 def files_containing(paths: HostPaths, needles: list[bytes]) -> list[str]:
-    """Which store files hold any of `needles` (case-insensitive), as 'file: needle' strings."""
+    """Where the store at rest holds any of `needles` (case-insensitive), as 'place: needle' strings.
+
+    SQLite: every byte of every file in the store folder (it must not be empty). PostgreSQL: every row of
+    every table, as text (tests/support/raw.py).
+    """
+    if store_kind(paths) == POSTGRES:
+        return readable_in_store(paths, [needle.decode() for needle in needles])
+    assert store_files(paths), "the store folder is empty"
     hits = []
     for path, data in store_files(paths).items():
         lowered = data.lower()

@@ -48,7 +48,7 @@ from tests.mcp.helpers import (
     search,
     unique_word,
 )
-from tests.support.homes import Issued, bind, make_home
+from tests.support.homes import STORES, Issued, bind, home_on, make_home
 from tests.support.http_agents import HttpAgent, HttpServer
 from tests.support.payloads import PURPOSE, capture_args
 
@@ -77,11 +77,15 @@ class Site:
         return HostCli(self.paths)
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    base = tmp_path_factory.mktemp("http")
-    paths = make_home(base / "home")
-    with HttpServer(paths.home, base / "first.log") as first, HttpServer(paths.home, base / "second.log") as second:
+@pytest.fixture(scope="module", params=STORES)
+def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    base = tmp_path_factory.mktemp(f"http-{request.param}")
+    with (
+        home_on(str(request.param), base / "home", request) as paths,
+        HttpServer(paths.home, base / "first.log") as first,
+        HttpServer(paths.home, base / "first.log") as first,
+        HttpServer(paths.home, base / "second.log") as second,
+    ):
         yield Site(
             paths=paths,
             first=first,

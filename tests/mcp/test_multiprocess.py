@@ -7,9 +7,8 @@ Afterwards `engram-memory verify` passes and the journal holds every acknowledge
 once, at the cursor it was acknowledged with, with no other event and no gap; no candidate has two
 records; candidate and record states are what the clients were told.
 
-The store is a fixture parameter (`HOMES` names a fixture giving an initialised home): the checks read
-the store only through the engine's store port, the host CLI and the servers, so a home on another
-store runs the same test unchanged.
+It runs once per store (the `paths` fixture: a SQLite file, a PostgreSQL database): the checks read
+the store only through the engine's store port, the host CLI and the servers.
 """
 
 from __future__ import annotations
@@ -32,14 +31,11 @@ from engram_memory.engine.engine import Engine
 from engram_memory.engine.rows import Scope
 from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import ADMIT, CAPTURE, FORGET, WITHDRAW, HostCli, forget_args, ok_value, withdraw_args
-from tests.support.homes import Issued, bind, engine_for, make_home
+from tests.support.homes import Issued, bind, engine_for
 from tests.support.http_agents import HttpAgent, HttpServer
 from tests.support.payloads import capture_args, unique_key
 
 pytestmark = pytest.mark.stdio
-
-# Store under test -> the fixture that gives an initialised home on it (PostgreSQL adds its own here).
-HOMES = {"sqlite": "sqlite_home"}
 
 SERVERS = 3
 CALLS_PER_CLIENT = 250  # 8 clients x 250 = 2,000 mutating calls
@@ -58,17 +54,6 @@ CLI_APPROVALS_PER_CLIENT = 2  # the first gated operations of each client go thr
 # An admission that lost a race to another client of the scope answers one of these (SPEC §5).
 LOST_RACE = frozenset({"ILLEGAL_TRANSITION", "ALREADY_TERMINAL"})
 RUNTIME_BUDGET_S = 90.0
-
-
-@pytest.fixture
-def sqlite_home(tmp_path: Path) -> HostPaths:
-    return make_home(tmp_path / "home")
-
-
-@pytest.fixture(params=sorted(HOMES))
-def store_home(request: pytest.FixtureRequest) -> HostPaths:
-    home: HostPaths = request.getfixturevalue(HOMES[str(request.param)])
-    return home
 
 
 @dataclass(frozen=True)
@@ -344,18 +329,16 @@ class Fleet:
 
 
 @pytest.fixture
-def fleet(store_home: HostPaths, tmp_path: Path) -> Iterator[Fleet]:
+def fleet(paths: HostPaths, tmp_path: Path) -> Iterator[Fleet]:
     with ExitStack() as stack:
-        servers = [
-            stack.enter_context(HttpServer(store_home.home, tmp_path / f"server-{n}.log")) for n in range(SERVERS)
-        ]
-        engine = stack.enter_context(engine_for(store_home))
-        approver = Approver(engine, HostCli(store_home))
+        servers = [stack.enter_context(HttpServer(paths.home, tmp_path / f"server-{n}.log")) for n in range(SERVERS)]
+        engine = stack.enter_context(engine_for(paths))
+        approver = Approver(engine, HostCli(paths))
         pools = {scope: ScopePool(CLIENT_SCOPES.count(scope)) for scope in CLIENT_SCOPES}
         clients = []
         for index, scope in enumerate(CLIENT_SCOPES):
             issued: Issued = bind(
-                store_home,
+                paths,
                 tenant=scope.tenant,
                 workspace=scope.workspace,
                 principal=f"client-{index}",
@@ -370,7 +353,7 @@ def fleet(store_home: HostPaths, tmp_path: Path) -> Iterator[Fleet]:
             assert "Traceback" not in server.stderr(), server.stderr()
 
 
-def test_three_processes_eight_clients_two_thousand_mutations_exactly_once(fleet: Fleet, store_home: HostPaths) -> None:
+def test_three_processes_eight_clients_two_thousand_mutations_exactly_once(fleet: Fleet, paths: HostPaths) -> None:
     failures: list[BaseException] = []
 
     def drive(client: Client) -> None:
@@ -393,22 +376,14 @@ def test_three_processes_eight_clients_two_thousand_mutations_exactly_once(fleet
     assert not any(thread.is_alive() for thread in threads), "a client hung"
 
     tallies = [client.tally for client in fleet.clients]
-    print(
-        "DEBUG",
-        elapsed,
-        tallies,
-        [len(c.effects) for c in fleet.clients],
-        [len(c.withdrawn) for c in fleet.clients],
-        [len(c.forgotten) for c in fleet.clients],
-    )
     assert sum(t.calls for t in tallies) >= 2_000
     assert sum(t.replays for t in tallies) > 0 and sum(t.races for t in tallies) > 0
     assert all(client.withdrawn and client.forgotten for client in fleet.clients)
 
     for server in fleet.servers:
         assert server.stop() == 0
-    verified = HostCli(store_home).run("verify", check=False)
+    verified = HostCli(paths).run("verify", check=False)
     assert verified.returncode == 0, verified.stderr
-    with engine_for(store_home) as engine:
+    with engine_for(paths) as engine:
         check_store(engine, fleet.clients)
     assert elapsed < RUNTIME_BUDGET_S, f"{elapsed:.1f}s for the mutations"

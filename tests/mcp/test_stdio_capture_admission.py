@@ -32,7 +32,7 @@ from tests.mcp.helpers import (
     withdraw_now,
 )
 from tests.support.agents import StdioAgent
-from tests.support.homes import make_home
+from tests.support.homes import STORES, home_on
 from tests.support.payloads import capture_args, unique_key
 
 pytestmark = pytest.mark.stdio
@@ -230,14 +230,15 @@ def test_family_refs_without_consent_unauthorized(alice_modern: StdioAgent) -> N
 # -- the host's policy file, in a home of its own ---------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def policy_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
-    scratch = tmp_path_factory.mktemp("policy")
-    running = Pool(make_home(scratch / "home"), scratch)
-    try:
-        yield running
-    finally:
-        running.close()
+@pytest.fixture(scope="module", params=STORES)
+def policy_pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
+    scratch = tmp_path_factory.mktemp(f"policy-{request.param}")
+    with home_on(str(request.param), scratch / "home", request) as home:
+        running = Pool(home, scratch)
+        try:
+            yield running
+        finally:
+            running.close()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -27,11 +26,10 @@ from tests.mcp.helpers import (
     get,
     ok_value,
     remember,
-    store_files,
     withdraw_args,
 )
 from tests.support.agents import StdioAgent
-from tests.support.homes import bind, make_home
+from tests.support.homes import bind
 
 pytestmark = pytest.mark.stdio
 
@@ -44,8 +42,7 @@ class Site:
 
 
 @pytest.fixture
-def site(tmp_path: Path) -> Iterator[Site]:
-    paths = make_home(tmp_path / "home")
+def site(paths: HostPaths) -> Iterator[Site]:
     agent = StdioAgent(paths.home, bind(paths).token)
     try:
         yield Site(paths, HostCli(paths), agent)
@@ -93,7 +90,6 @@ def test_forget_erases_marker_from_every_store_file(site: Site) -> None:
     assert_failure(get(site.agent, record_id), "NOT_FOUND")
 
     site.agent.close()
-    assert store_files(site.paths)
     assert files_containing(site.paths, needles) == [], "marker bytes remain after the server stopped"
 
 

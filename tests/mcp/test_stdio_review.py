@@ -7,20 +7,19 @@ Owns its home and server, because it switches the policy to review mode.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import ADMIT, HostCli, capture, found_ids, ok_value, unique_word
 from tests.support.agents import StdioAgent
-from tests.support.homes import bind, make_home
+from tests.support.homes import bind
 from tests.support.payloads import unique_key
 
 pytestmark = pytest.mark.stdio
 
 
-def test_review_accept_by_the_host_is_replayed_to_the_agent_and_searchable(tmp_path: Path) -> None:
-    paths = make_home(tmp_path / "home")
+def test_review_accept_by_the_host_is_replayed_to_the_agent_and_searchable(paths: HostPaths) -> None:
     paths.policy.write_text(
         paths.policy.read_text(encoding="utf-8").replace('mode = "auto"', 'mode = "review"'), encoding="utf-8"
     )

@@ -8,11 +8,11 @@ this module's own, so no other test's server shares the revocation.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import (
     ALL_TOOL_NAMES,
     CAPTURE,
@@ -26,7 +26,6 @@ from tests.mcp.helpers import (
     unique_word,
 )
 from tests.support.agents import StdioAgent
-from tests.support.homes import make_home
 from tests.support.payloads import PURPOSE, capture_args
 
 pytestmark = pytest.mark.stdio
@@ -41,8 +40,7 @@ def _bind(host: HostCli, principal: str, session: str) -> dict[str, Any]:
     return issued
 
 
-def test_running_server_answers_revoked_after_revoke_while_another_binding_works(tmp_path: Path) -> None:
-    paths = make_home(tmp_path / "home")
+def test_running_server_answers_revoked_after_revoke_while_another_binding_works(paths: HostPaths) -> None:
     host = HostCli(paths)
     alice, bob = _bind(host, "alice", "session-1"), _bind(host, "bob", "session-2")
     word = unique_word("revocation")

@@ -1,19 +1,23 @@
-"""In-process engines over a real home's SQLite file, with the ports a test needs to steer."""
+"""In-process engines over a real home, on whichever store it uses, with the ports a test needs to steer.
+
+The store and the key vault are opened through host/compose, exactly as the host opens them: as the
+owner role, or (`runtime=True`) as the role that serves agent calls on PostgreSQL. A test of a fault
+that cannot be caused for real injects its own store (tests/support/faults.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.policy import PolicySource
-from engram_memory.engine.ports import Clock
+from engram_memory.engine.ports import Clock, Store
+from engram_memory.host.compose import open_store, open_vault, store_settings
 from engram_memory.host.keyfiles import load_keyring, load_mac_keys
 from engram_memory.host.policy_file import FilePolicySource
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sqlite.store import SQLiteStore
-from engram_memory.stores.sqlite.vault import SQLiteKeyVault
 
 
 @contextmanager
@@ -22,11 +26,16 @@ def steered_engine(
     *,
     clock: Clock,
     policies: PolicySource | None = None,
-    store: SQLiteStore | None = None,
+    store: Store | None = None,
+    runtime: bool = False,
 ) -> Iterator[Engine]:
     macs = load_mac_keys(paths)
-    own_store = store or SQLiteStore(paths.sqlite_file)
-    vault = SQLiteKeyVault(paths.vault_file)
+    own_store = store or open_store(paths, runtime=runtime)
+    try:
+        vault = open_vault(paths, runtime=runtime)
+    except BaseException:
+        own_store.close()
+        raise
     try:
         yield Engine(
             Deps(
@@ -42,3 +51,21 @@ def steered_engine(
     finally:
         vault.close()
         own_store.close()
+
+
+@contextmanager
+def steered_engines(
+    paths: HostPaths, *, clock: Clock, policies: PolicySource | None = None
+) -> Iterator[tuple[Engine, Engine]]:
+    """(agents, owner), as `serve` pairs them (compose.serving_engines), on one clock the test controls.
+
+    On PostgreSQL agent calls go through the runtime role (row-level security per tenant) and the host's
+    work through the owner; on SQLite there is no role to separate and both are the same engine.
+    """
+    with ExitStack() as stack:
+        owner = stack.enter_context(steered_engine(paths, clock=clock, policies=policies))
+        if not store_settings(paths).is_postgres:
+            yield owner, owner
+            return
+        agents = stack.enter_context(steered_engine(paths, clock=clock, policies=policies, runtime=True))
+        yield agents, owner

@@ -1,4 +1,8 @@
-"""Real host homes for tests: init, key files and signed bindings, exactly as the CLI makes them."""
+"""Real host homes for tests: init, key files and signed bindings, exactly as the CLI makes them.
+
+A home lives on either store: `home_on("sqlite" | "postgres", ...)` makes one and, for PostgreSQL,
+drops its databases again when the block ends (a session makes thousands of them).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.ports import JournalEvent, Scope, ScopeHead
 from engram_memory.host.bindings import issue_binding
-from engram_memory.host.compose import init_home, open_engine
+from engram_memory.host.compose import init_home, open_engine, open_store
 from engram_memory.host.keyfiles import load_signing_key
 from engram_memory.host.settings import HostPaths
 from tests.support.payloads import PURPOSE
+from tests.support.postgres import PostgresCluster, home_databases, make_postgres_home
 
 ALL_GRANTS = frozenset(tool.value for tool in ALL_TOOLS)
+# The stores every engine and server test runs on, as test ids say them.
+STORES = ("sqlite", "postgres")
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,23 @@ def make_home(folder: Path) -> HostPaths:
     paths = HostPaths(home=folder)
     init_home(paths)
     return paths
+
+
+@contextmanager
+def home_on(store: str, folder: Path, request: pytest.FixtureRequest) -> Iterator[HostPaths]:
+    """A fresh home on `store`; a PostgreSQL one gets databases of its own in the session's cluster."""
+    if store == "sqlite":
+        yield make_home(folder)
+        return
+    assert store == "postgres", store
+    cluster: PostgresCluster = request.getfixturevalue("postgres_cluster")
+    paths = make_postgres_home(folder, cluster)
+    databases = home_databases(paths)  # read now: a test may rewrite config.toml
+    try:
+        yield paths
+    finally:
+        for database in databases:
+            cluster.retire_database(database)
 
 
 def bind(
@@ -66,3 +93,13 @@ def bind(
 def engine_for(paths: HostPaths) -> Iterator[Engine]:
     with open_engine(paths) as engine:
         yield engine
+
+
+def journal_of(paths: HostPaths, scope: Scope) -> tuple[list[JournalEvent], ScopeHead | None]:
+    """A scope's events and head row, read in one snapshot through the home's own store (as the owner)."""
+    store = open_store(paths)
+    try:
+        with store.read() as tx:
+            return list(tx.events(scope)), tx.head(scope)
+    finally:
+        store.close()

@@ -126,8 +126,7 @@ def _print_stats(gathered: StoreStats) -> None:
         ("revoked bindings", str(data["revoked_bindings"])),
         ("vault data keys", str(data["vault"]["keys"])),
         ("vault destroyed keys", str(data["vault"]["destroyed_keys"])),
-        ("store size (db + wal)", _size(data["files"]["store_bytes"] + data["files"]["store_wal_bytes"])),
-        ("vault size (db + wal)", _size(data["files"]["vault_bytes"] + data["files"]["vault_wal_bytes"])),
+        *_size_rows(data["files"]),
         ("index", f"{index['indexed']} indexed / {index['accepted_current']} accepted_current"),
         ("index health", "ok" if index["healthy"] else "STALE: run engram-memory verify"),
     ]
@@ -158,6 +157,17 @@ def _print_stats(gathered: StoreStats) -> None:
             str(item["indexed"]),
         )
     out.print(scopes)
+
+
+def _size_rows(files: dict[str, int]) -> list[tuple[str, str]]:
+    """A SQLite file is reported with its WAL; a PostgreSQL database (store or vault) as the server sizes it."""
+    rows = []
+    for part in ("store", "vault"):
+        if f"{part}_database_bytes" in files:
+            rows.append((f"{part} database size", _size(files[f"{part}_database_bytes"])))
+        else:
+            rows.append((f"{part} size (db + wal)", _size(files[f"{part}_bytes"] + files[f"{part}_wal_bytes"])))
+    return rows
 
 
 def _size(size: int) -> str:
