@@ -24,12 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engram_memory.contract.tools import ALL_TOOLS
-from engram_memory.engine.engine import Engine
-from engram_memory.host.bindings import issue_binding
 from engram_memory.host.compose import init_home, open_engine
-from engram_memory.host.keyfiles import load_signing_key
 from engram_memory.host.settings import HostPaths
+from harness import bench_binding, value_of
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "docs" / "benchmarks.md"
@@ -112,35 +109,15 @@ def _capture_args(text: str, n: int) -> dict[str, Any]:
     return {"idempotency_key": f"bench-capture-{n:08d}", "payload": payload, "evidence": evidence}
 
 
-def _value(engine: Engine, binding: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    envelope = engine.handle(binding, tool, arguments)
-    if not envelope["ok"]:
-        raise SystemExit(f"{tool} failed: {envelope['error']}")
-    value: dict[str, Any] = envelope["output"]["value"]
-    return value
-
-
 def build_home(paths: HostPaths, records: int) -> Any:
     init_home(paths)
-    binding = issue_binding(
-        load_signing_key(paths),
-        tenant="bench",
-        workspace="ops",
-        principal="bench",
-        agent_id="bench-agent",
-        session="bench",
-        purpose_ref=PURPOSE,
-        grants=frozenset(t.value for t in ALL_TOOLS),
-        confirm_mutations=False,
-        lifetime_s=86_400,
-        now_s=int(time.time()),
-    ).binding
+    binding = bench_binding(paths, tenant="bench", workspace="ops", purpose=PURPOSE)
     rng = random.Random(SEED)
     with open_engine(paths) as engine:
         for n in range(records):
-            captured = _value(engine, binding, "engram_memory_capture", _capture_args(_sentence(rng, n), n))
+            captured = value_of(engine, binding, "engram_memory_capture", _capture_args(_sentence(rng, n), n))
             admit = {"candidate_id": captured["candidate_id"], "idempotency_key": f"bench-admit-{n:08d}"}
-            outcome = _value(engine, binding, "engram_memory_request_admission", admit)["outcome"]
+            outcome = value_of(engine, binding, "engram_memory_request_admission", admit)["outcome"]
             if outcome["status"] != "accepted":
                 raise SystemExit(f"record {n} was not accepted: {outcome['status']}")
     return binding
@@ -151,7 +128,7 @@ def searches(paths: HostPaths, binding: Any) -> dict[str, list[str]]:
         return {
             query: [
                 p["record"]["record_id"]
-                for p in _value(
+                for p in value_of(
                     engine, binding, "engram_memory_search", {"query": query, "purpose_ref": PURPOSE, "limit": 20}
                 )["records"]
             ]

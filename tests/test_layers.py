@@ -13,7 +13,8 @@ ALLOWED = {
     "engine": {"contract", "engine"},
     "stores": {"contract", "engine", "stores"},
     "mcp": {"contract", "engine", "mcp"},
-    "host": {"contract", "engine", "stores", "mcp", "host"},
+    "embeddings": {"contract", "engine", "embeddings"},
+    "host": {"contract", "engine", "stores", "mcp", "embeddings", "host"},
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 from engram_memory.engine.engine import Engine
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock
-from tests.support.engines import steered_engines
+from tests.support.engines import steered_engine, steered_engines
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 
@@ -42,3 +42,10 @@ def served(engines: tuple[Engine, Engine]) -> Engine:
 @pytest.fixture
 def agent(paths: HostPaths, served: Engine) -> InProcessAgent:
     return InProcessAgent(served, bind(paths).binding)
+
+
+@pytest.fixture
+def lexical_agent(paths: HostPaths, clock: ManualClock) -> Iterator[InProcessAgent]:
+    """An agent of an engine without an embedding model: lexical ranking only, as when the extra is missing."""
+    with steered_engine(paths, clock=clock, semantic=False) as engine:
+        yield InProcessAgent(engine, bind(paths).binding)

@@ -22,7 +22,8 @@ def test_query_of_only_stop_words_still_answers(agent: InProcessAgent) -> None:
     assert agent.found_ids("what is it") == [record_id]
 
 
-def test_primary_text_outranks_context_text(agent: InProcessAgent) -> None:
+def test_primary_text_outranks_context_text_lexically(lexical_agent: InProcessAgent) -> None:
+    agent = lexical_agent
     in_context = agent.remember("Weekly planning happens on Mondays.", context="Mentions the zeppelin hangar once.")
     in_primary = agent.remember("The zeppelin hangar closes at dusk.", context="Weekly planning happens on Mondays.")
     assert agent.found_ids("zeppelin hangar") == [in_primary, in_context]
@@ -148,7 +149,8 @@ def test_single_record_over_the_budget_is_projection_oversized(agent: InProcessA
     assert got["error"]["code"] == "PROJECTION_OVERSIZED"
 
 
-def test_semantic_channel_required_is_ranking_unavailable(agent: InProcessAgent) -> None:
+def test_semantic_channel_required_without_a_model_is_ranking_unavailable(lexical_agent: InProcessAgent) -> None:
+    agent = lexical_agent
     agent.remember("Anything at all.")
     envelope = agent.call(
         "engram_memory_search",
@@ -165,7 +167,8 @@ def test_semantic_channel_required_is_ranking_unavailable(agent: InProcessAgent)
     }
 
 
-def test_rank_receipt_names_what_produced_the_order(agent: InProcessAgent) -> None:
+def test_lexical_rank_receipt_names_what_produced_the_order(lexical_agent: InProcessAgent) -> None:
+    agent = lexical_agent
     agent.remember("Tracing spans carry the request id.")
     receipt = agent.search("tracing spans")["rank_receipt"]
     assert receipt["profile"] == "lexical-bm25f" and "bm25f(k1=1.2,b=0.75" in receipt["formula_ref"]

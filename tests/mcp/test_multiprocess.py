@@ -331,7 +331,10 @@ class Fleet:
 @pytest.fixture
 def fleet(paths: HostPaths, tmp_path: Path) -> Iterator[Fleet]:
     with ExitStack() as stack:
-        servers = [stack.enter_context(HttpServer(paths.home, tmp_path / f"server-{n}.log")) for n in range(SERVERS)]
+        servers = [
+            stack.enter_context(HttpServer(paths.home, tmp_path / f"server-{n}.log", semantic=True))
+            for n in range(SERVERS)
+        ]
         engine = stack.enter_context(engine_for(paths))
         approver = Approver(engine, HostCli(paths))
         pools = {scope: ScopePool(CLIENT_SCOPES.count(scope)) for scope in CLIENT_SCOPES}

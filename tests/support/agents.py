@@ -18,12 +18,23 @@ from anyio.from_thread import start_blocking_portal
 
 from mcp import Client, StdioServerParameters
 
+# The conformance suites check exact result sets, so their servers rank lexically unless a test asks for
+# the default hybrid profile (semantic=True): with the model on, a search also returns the nearest
+# memories of the scope, which no exact expectation can name in a shared home.
+LEXICAL_ONLY = {"ENGRAM_EMBEDDING_MODEL": "off"}
+
 
 class StdioAgent:
     def __init__(
-        self, home: Path, token: str | None, *, mode: str = "auto", extra_env: dict[str, str] | None = None
+        self,
+        home: Path,
+        token: str | None,
+        *,
+        mode: str = "auto",
+        extra_env: dict[str, str] | None = None,
+        semantic: bool = False,
     ) -> None:
-        env = dict(extra_env or {})
+        env = {**({} if semantic else LEXICAL_ONLY), **(extra_env or {})}
         if token is not None:
             env["ENGRAM_BINDING"] = token
         params = StdioServerParameters(

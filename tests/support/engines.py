@@ -14,7 +14,7 @@ from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.policy import PolicySource
 from engram_memory.engine.ports import Clock, Store
-from engram_memory.host.compose import open_store, open_vault, store_settings
+from engram_memory.host.compose import open_store, open_vault, store_settings, vector_cache
 from engram_memory.host.keyfiles import load_keyring, load_mac_keys
 from engram_memory.host.policy_file import FilePolicySource
 from engram_memory.host.settings import HostPaths
@@ -28,7 +28,9 @@ def steered_engine(
     policies: PolicySource | None = None,
     store: Store | None = None,
     runtime: bool = False,
+    semantic: bool = True,
 ) -> Iterator[Engine]:
+    """`semantic` as `serve` has it: the installed embedding model's channel (False: lexical only)."""
     macs = load_mac_keys(paths)
     own_store = store or open_store(paths, runtime=runtime)
     try:
@@ -46,6 +48,7 @@ def steered_engine(
                 clock=clock,
                 cursor_key=macs.cursor,
                 audit_key=macs.audit,
+                semantic=vector_cache() if semantic else None,
             )
         )
     finally:

@@ -22,21 +22,23 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
-from tests.support.agents import StdioAgent
+from tests.support.agents import LEXICAL_ONLY, StdioAgent
 
 _ANNOUNCED = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
 START_TIMEOUT_S = 30.0
 
 
-def server_env() -> dict[str, str]:
-    """The test's environment without any ENGRAM_* variable, so the server sees only its flags."""
-    return {name: value for name, value in os.environ.items() if not name.startswith("ENGRAM_")}
+def server_env(*, semantic: bool = False) -> dict[str, str]:
+    """The test's environment without any ENGRAM_* variable, so the server sees only its flags; lexical
+    ranking unless `semantic` (see tests/support/agents.py LEXICAL_ONLY)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ENGRAM_")}
+    return env if semantic else {**env, **LEXICAL_ONLY}
 
 
 class HttpServer:
     """One `serve --http` subprocess on a home; its stderr goes to `log_file` (a pipe could fill and stall it)."""
 
-    def __init__(self, home: Path, log_file: Path, *serve_args: str) -> None:
+    def __init__(self, home: Path, log_file: Path, *serve_args: str, semantic: bool = False) -> None:
         self.log_file = log_file
         self._log: IO[str] = log_file.open("w", encoding="utf-8")
         self.process = subprocess.Popen(
@@ -44,7 +46,7 @@ class HttpServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
-            env=server_env(),
+            env=server_env(semantic=semantic),
         )
         try:
             self.url = self._announced_url()

@@ -28,6 +28,7 @@ from engram_memory.engine.ports import CandidateRow, JournalEvent, RecordRow, St
 from engram_memory.engine.projection import index_fields
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.sealing import seal
+from engram_memory.engine.semantic import index_vector
 
 # verdict -> (journal event, candidate state, waiting for a human)
 _EFFECTS = {
@@ -190,3 +191,4 @@ def create_record(deps: Deps, tx: StoreTx, candidate: CandidateRow, record_id: s
     tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
     tx.destroy_body(scope, candidate.candidate_id)
     tx.index_record(scope, record_id, index_fields(payload))
+    index_vector(deps.semantic, tx, scope, record_id, payload)

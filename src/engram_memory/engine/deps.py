@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from engram_memory.engine.policy import PolicySource
 from engram_memory.engine.ports import Clock, KeyRing, KeyVault, Store
+from engram_memory.engine.semantic import VectorCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,3 +21,5 @@ class Deps:
     clock: Clock
     cursor_key: bytes
     audit_key: bytes
+    # The semantic channel, when an embedding model is installed; None means lexical ranking only.
+    semantic: VectorCache | None = None

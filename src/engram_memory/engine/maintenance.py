@@ -23,6 +23,7 @@ from engram_memory.engine.mutation import append_event_as, host_actor
 from engram_memory.engine.ports import JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.ports_maintenance import RecordFilter
 from engram_memory.engine.projection import index_fields
+from engram_memory.engine.semantic import index_vector
 
 AUTO_EXPIRY_ACTOR = "host:auto-expiry"
 REASON_REF_MAX_BYTES = 512
@@ -325,6 +326,7 @@ def _reindex(deps: Deps, tx: StoreTx, record: RecordRow) -> None:
     """Raises ContractError BLOB_MISSING when the body or its data key is gone: never an empty entry."""
     payload = read_payload(deps, tx, record.scope, record.record_id, "record")
     tx.index_record(record.scope, record.record_id, index_fields(payload))
+    index_vector(deps.semantic, tx, record.scope, record.record_id, payload)
 
 
 def _journal(

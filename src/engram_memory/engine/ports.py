@@ -29,6 +29,7 @@ from engram_memory.engine.rows import (
     Scope,
     ScopeHead,
     SealedBody,
+    StoredVector,
     WrappedKey,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "SealedBody",
     "Store",
     "StoreTx",
+    "StoredVector",
     "TransientConflict",
     "WrappedKey",
 ]
@@ -112,6 +114,12 @@ class CoreTx(Protocol):
         self, scope: Scope, terms: Sequence[str], *, valid_at_ms: int, limit: int
     ) -> list[IndexedDoc]: ...
     def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]: ...
+
+    # semantic index: one embedding per accepted_current record, dropped with its lexical entry
+    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> None: ...
+    def vectors(self, scope: Scope, model: str) -> list[StoredVector]:
+        """Every accepted_current record of the scope with an embedding by `model`, in rid order."""
+        ...
 
     # tombstone digests (never content)
     def add_tombstone(self, scope: Scope, payload_digest: str, at_ms: int) -> None: ...

@@ -11,21 +11,30 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = [
+    "CHANNEL_WEIGHTS",
     "FIELDS",
     "FIELD_WEIGHTS",
     "FORMULA_REF",
+    "FREQUENT_MIN_DOCS",
+    "FREQUENT_SHARE",
     "K1",
+    "LEXICAL_SUBJECT_BOOST",
     "RECENCY_HALF_LIFE_MS",
     "RECENCY_WEIGHT",
+    "RRF_K",
+    "SUBJECT_BOOST",
     "B",
     "CorpusStats",
     "Document",
     "Scored",
     "blend",
     "bm25f",
+    "frequent_terms",
+    "hybrid_formula",
     "idf",
     "rank",
     "recency",
+    "rrf",
 ]
 
 FIELDS: tuple[str, ...] = ("primary", "decision", "evidence", "context", "citations")
@@ -37,6 +46,16 @@ K1 = 1.2
 B = 0.75
 RECENCY_HALF_LIFE_MS = 30 * 24 * 3600 * 1000
 RECENCY_WEIGHT = 0.1
+
+# Reciprocal rank fusion of the lexical and semantic orders (SPEC §9), each channel's vote weighted.
+RRF_K = 60
+CHANNEL_WEIGHTS: tuple[float, ...] = (1.0, 0.5)  # (lexical, semantic): tuned on the LoCoMo dev set
+# A memory whose subject (first primary token) the query names gets its fused score times 1 + this.
+SUBJECT_BOOST = 0.3
+LEXICAL_SUBJECT_BOOST = 1.0  # the same boost when the lexical channel ranks alone
+# A query term in at least this share of the scope's memories (given enough of them) is "frequent".
+FREQUENT_SHARE = 0.3
+FREQUENT_MIN_DOCS = 20
 
 _MS_PER_DAY = 24 * 3600 * 1000
 _SCORE_DECIMALS = 9
@@ -157,3 +176,33 @@ def rank(
         scored.append(Scored(doc.doc_id, value))
     scored.sort(key=lambda s: (-s.score, s.doc_id))
     return scored
+
+
+def rrf(orders: Sequence[Sequence[str]], *, weights: Sequence[float], k: int = RRF_K) -> dict[str, float]:
+    """Sum over channels of weight / (k + rank); a document a channel did not return gets nothing from it.
+
+    Rank-based, so channels whose scores live on different scales (BM25F, cosine) fuse without calibration.
+    """
+    fused: dict[str, float] = {}
+    for order, weight in zip(orders, weights, strict=True):
+        for position, doc_id in enumerate(order, start=1):
+            fused[doc_id] = fused.get(doc_id, 0.0) + weight / (k + position)
+    return fused
+
+
+def frequent_terms(terms: Sequence[str], df: Mapping[str, int], doc_count: int) -> frozenset[str]:
+    """Query terms so common in the scope that they cannot tell its memories apart (none in a small scope)."""
+    if doc_count < FREQUENT_MIN_DOCS:
+        return frozenset()
+    return frozenset(term for term in terms if df.get(term, 0) >= FREQUENT_SHARE * doc_count)
+
+
+def hybrid_formula(model_id: str) -> str:
+    """The hybrid profile's formula: fusion, its channels, the subject boost and the recency blend."""
+    lexical = FORMULA_REF.split(")*(", 1)[0] + ")"
+    weights = ",".join(_num(w) for w in CHANNEL_WEIGHTS)
+    recency_term = FORMULA_REF.split(")*(", 1)[1]
+    return (
+        f"rrf(k={RRF_K},weights=[{weights}];{lexical}[frequent>={_num(FREQUENT_SHARE)}];cosine({model_id}))"
+        f"*subject(1+{_num(SUBJECT_BOOST)})*({recency_term}"
+    )

@@ -7,6 +7,7 @@ as-of), so page two recomputes page one's order exactly; a cursor from any other
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from engram_memory.contract.canonical import (
@@ -30,14 +31,32 @@ from engram_memory.engine.calls import Call
 from engram_memory.engine.cursors import mint_cursor, open_cursor
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.policy import AdmissionPolicy
-from engram_memory.engine.ports import RecordRow, StoreTx
+from engram_memory.engine.ports import IndexedDoc, RecordRow, StoreTx
 from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest
-from engram_memory.engine.ranking import FIELDS, FORMULA_REF, CorpusStats, Document, Scored, rank
+from engram_memory.engine.ranking import (
+    CHANNEL_WEIGHTS,
+    FIELDS,
+    FORMULA_REF,
+    LEXICAL_SUBJECT_BOOST,
+    SUBJECT_BOOST,
+    CorpusStats,
+    Document,
+    Scored,
+    blend,
+    frequent_terms,
+    hybrid_formula,
+    rank,
+    recency,
+    rrf,
+)
 from engram_memory.engine.receipts import authorization_receipt_digest
+from engram_memory.engine.semantic import SEMANTIC_POOL, VectorCache, semantic_query
 from engram_memory.engine.text import query_terms
 
 PROFILE = "lexical-bm25f"
 PROFILE_VERSION = 1
+HYBRID_PROFILE = "hybrid-rrf"
+HYBRID_PROFILE_VERSION = 1
 CANDIDATE_POOL = 1000
 DEFAULT_LIMIT = 10
 DEFAULT_PACKET_BYTES = 65_536
@@ -66,10 +85,13 @@ def _redacted_view(
     )
 
 
-def _rank(tx: StoreTx, call: Call, terms: Sequence[str], valid_at_ms: int) -> tuple[list[Scored], int]:
+def _rank(
+    tx: StoreTx, call: Call, terms: Sequence[str], valid_at_ms: int, *, with_recency: bool = True
+) -> tuple[list[Scored], list[IndexedDoc]]:
+    """The lexical order and the candidates the index gave for it."""
     docs = tx.lexical_candidates(call.scope, terms, valid_at_ms=valid_at_ms, limit=CANDIDATE_POOL)
     if not docs:
-        return [], 0
+        return [], []
     stats = tx.index_stats(call.scope)
     count = max(stats.doc_count, 1)
     corpus = CorpusStats(
@@ -77,9 +99,101 @@ def _rank(tx: StoreTx, call: Call, terms: Sequence[str], valid_at_ms: int) -> tu
         avg_field_len={name: stats.field_token_totals.get(name, 0) / count for name in FIELDS},
     )
     documents = [Document(doc_id=doc.record_id, fields={n: doc.fields[n].split() for n in FIELDS}) for doc in docs]
-    ages = {doc.record_id: valid_at_ms - doc.valid_from_ms for doc in docs}
+    ages = {doc.record_id: 0 if not with_recency else valid_at_ms - doc.valid_from_ms for doc in docs}
     ranked = rank(terms, documents, tx.term_doc_counts(call.scope, terms), corpus, ages_ms=ages)
-    return ranked, len(docs)
+    return ranked, docs
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """One search's full order and what each channel contributed, for the receipt."""
+
+    ranked: list[Scored]
+    channels: list[dict[str, Any]]
+
+
+def _lexical_receipt(deps: Deps, generation: int, terms: Sequence[str], pooled: int) -> dict[str, Any]:
+    return {
+        "channel": "lexical",
+        "index": deps.store.index_name,
+        "generation": generation,
+        "query_terms": len(terms),
+        "pooled": pooled,
+    }
+
+
+def _focus(tx: StoreTx, call: Call, query: str) -> tuple[list[str], list[str], frozenset[str]]:
+    """The query's terms, the terms that rank lexically, and the frequent ones (see _hybrid)."""
+    terms = query_terms(query)
+    doc_count = tx.index_stats(call.scope).doc_count
+    frequent = frequent_terms(terms, tx.term_doc_counts(call.scope, terms), doc_count)
+    return terms, [term for term in terms if term not in frequent] or list(terms), frequent
+
+
+def _subject_boosted(scored: float, subject: str, terms: Sequence[str], boost: float) -> float:
+    return scored * (1.0 + boost) if subject and subject in terms else scored
+
+
+def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int) -> _Ranking:
+    """BM25F over the query's telling terms, the subject boost, then recency (as in _hybrid, without a model)."""
+    terms, lexical_terms, _ = _focus(tx, call, query)
+    relevance, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False)
+    subjects = {doc.record_id: next(iter(doc.fields["primary"].split()), "") for doc in docs}
+    ages = {doc.record_id: valid_at_ms - doc.valid_from_ms for doc in docs}
+    ranked = [
+        Scored(
+            s.doc_id,
+            round(
+                blend(
+                    _subject_boosted(s.score, subjects[s.doc_id], terms, LEXICAL_SUBJECT_BOOST), recency(ages[s.doc_id])
+                ),
+                9,
+            ),
+        )
+        for s in relevance
+    ]
+    ranked.sort(key=lambda s: (-s.score, s.doc_id))
+    return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs))])
+
+
+def _hybrid(
+    deps: Deps, cache: VectorCache, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int
+) -> _Ranking:
+    """RRF of the lexical order (relevance alone) and the nearest embeddings, a subject boost, then recency.
+
+    Terms found in a large share of the scope's memories (a speaker's name in a conversation, the team's
+    own name in its notes) say little about which memory is meant: they are left out of the lexical
+    terms (unless nothing else is left) and of the text the model embeds, and serve instead to boost the
+    memories whose subject they are.
+    """
+    terms, lexical_terms, frequent = _focus(tx, call, query)
+    lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False)
+    vector = cache.embedder.embed([semantic_query(query, frequent)])[0]
+    nearest, eligible = cache.nearest(tx, call.scope, generation, vector, valid_at_ms=valid_at_ms, limit=SEMANTIC_POOL)
+    fused = rrf([[s.doc_id for s in lexical], [n.record_id for n in nearest]], weights=CHANNEL_WEIGHTS)
+    ages = {doc.record_id: valid_at_ms - doc.valid_from_ms for doc in docs}
+    subjects = {doc.record_id: next(iter(doc.fields["primary"].split()), "") for doc in docs}
+    for neighbour in nearest:
+        ages.setdefault(neighbour.record_id, valid_at_ms - neighbour.valid_from_ms)
+        subjects.setdefault(neighbour.record_id, neighbour.subject)
+    ranked = []
+    for doc_id, score in fused.items():
+        relevance = _subject_boosted(score, subjects[doc_id], terms, SUBJECT_BOOST)
+        ranked.append(Scored(doc_id, round(blend(relevance, recency(ages[doc_id])), 9)))
+    ranked.sort(key=lambda s: (-s.score, s.doc_id))
+    embedder = cache.embedder
+    semantic = {
+        "channel": "semantic",
+        "index": "record_vectors",
+        "generation": generation,
+        "model": embedder.model_id,
+        "model_version": embedder.model_version,
+        "dimension": embedder.dimension,
+        "eligible": eligible,
+        "pooled": len(nearest),
+        "frequent_terms": len(frequent),
+    }
+    return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs)), semantic])
 
 
 def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,9 +202,15 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     policy = deps.policies.current()
     capability = arguments.get("capability_policy", {})
     minimum = capability.get("minimum_channels", "lexical")
-    if minimum != "lexical":
-        # No semantic channel is installed: say so rather than answer lexically.
+    cache = deps.semantic
+    if minimum != "lexical" and cache is None:
+        # No embedding model is installed: say so rather than answer lexically.
         raise ContractError(ErrorCode.RANKING_UNAVAILABLE)
+    profile, profile_version, formula = (
+        (PROFILE, PROFILE_VERSION, FORMULA_REF)
+        if cache is None
+        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cache.embedder.model_id))
+    )
     limit = arguments.get("limit", DEFAULT_LIMIT)
     budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)
     params = {
@@ -104,12 +224,11 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         {
             "scope": call.scope.ref,
             "principal": call.binding.principal,
-            "profile": PROFILE,
-            "profile_version": PROFILE_VERSION,
+            "profile": profile,
+            "profile_version": profile_version,
             "params": params,
         },
     )
-    terms = query_terms(arguments["query"])
     with deps.store.read() as tx:
         head = tx.head(call.scope) or journal.initial_head(call.scope)
         offset, valid_as_of, system_as_of = 0, call.now_ms, call.now_ms
@@ -126,7 +245,13 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
                 claims["valid_as_of"],
                 claims["system_as_of"],
             )
-        ranked, pooled = _rank(tx, call, terms, valid_as_of)
+        generation = head.records_cursor
+        ranking = (
+            _lexical(deps, tx, call, arguments["query"], valid_as_of, generation)
+            if cache is None
+            else _hybrid(deps, cache, tx, call, arguments["query"], valid_as_of, generation)
+        )
+        ranked = ranking.ranked
         packets: list[dict[str, Any]] = []
         used = 0
         for position, scored in enumerate(ranked[offset : offset + limit], start=offset + 1):
@@ -150,23 +275,15 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
             used += size
     receipt: dict[str, Any] = {
         "request_digest": request_digest,
-        "profile": PROFILE,
-        "profile_version": PROFILE_VERSION,
-        "formula_ref": FORMULA_REF,
+        "profile": profile,
+        "profile_version": profile_version,
+        "formula_ref": formula,
         "valid_as_of": format_instant(valid_as_of),
         "system_as_of": format_instant(system_as_of),
         "through_cursor": head.records_cursor,
         "candidate_count": len(ranked),
         "ordered_ids_digest": digest(RANK_ORDER_DOMAIN, [scored.doc_id for scored in ranked]),
-        "channels": [
-            {
-                "channel": "lexical",
-                "index": deps.store.index_name,
-                "generation": head.records_cursor,
-                "query_terms": len(terms),
-                "pooled": pooled,
-            }
-        ],
+        "channels": ranking.channels,
     }
     receipt["receipt_digest"] = digest(RANK_RECEIPT_DOMAIN, receipt)
     value: dict[str, Any] = {"records": packets, "rank_receipt": receipt}

@@ -152,6 +152,18 @@ class AuditRow:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredVector:
+    """One accepted_current record's embedding as the semantic index holds it, with what eligibility reads."""
+
+    record_id: str
+    vector: bytes
+    subject: str
+    valid_from_ms: int
+    valid_to_ms: int | None
+    expires_at_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class IndexedDoc:
     """One accepted_current record as the lexical index holds it: space-joined tokens per field."""
 

@@ -326,7 +326,14 @@ def demo() -> None:
     """A scripted agent session against a fresh temporary store, over a real MCP stdio connection."""
     from engram_memory.host.demo import run_demo
 
-    raise typer.Exit(code=anyio.run(run_demo, out))
+    try:
+        code = anyio.run(run_demo, out)
+    except* RuntimeError as group:
+        first: BaseException = group
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        fail(f"the demo stopped: {first}")
+    raise typer.Exit(code=code)
 
 
 def main() -> None:

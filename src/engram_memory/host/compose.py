@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING
 
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.errors import ContractError
+from engram_memory.embeddings.loader import EmbedderUnavailable, load_embedder
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports import Store
+from engram_memory.engine.semantic import VectorCache
 from engram_memory.host import postgres_home
 from engram_memory.host.bindings import BindingError, verify_binding
 from engram_memory.host.keyfiles import create_key_files, load_keyring, load_mac_keys, load_signing_key
@@ -31,6 +33,7 @@ from engram_memory.host.settings import (
     HostPaths,
     SettingsError,
     StoreSettings,
+    embedding_model_from_environment,
     is_postgres_url,
     parse_store_settings,
     toml_string,
@@ -219,6 +222,18 @@ def _open_postgres_store(settings: StoreSettings, *, runtime: bool) -> PostgresS
 _BEHIND = "the PostgreSQL schema is older than this version: run 'engram-memory init' (as the owner) first"
 
 
+def vector_cache() -> VectorCache | None:
+    """A semantic channel for one engine: the process's model (loaded once) and a matrix cache of its own.
+
+    Each engine keeps its own cache because a cache is only valid for the store it was filled from.
+    """
+    try:
+        embedder = load_embedder(embedding_model_from_environment())
+    except EmbedderUnavailable as exc:
+        raise HomeError(str(exc)) from exc
+    return None if embedder is None else VectorCache(embedder)
+
+
 def open_store(paths: HostPaths, *, runtime: bool = False) -> Store:
     """The home's store, opened as the owner (migrating what is missing) or as the runtime role.
 
@@ -281,8 +296,11 @@ def serving_engines(paths: HostPaths) -> Iterator[tuple[Engine, Engine]]:
 
 
 @contextmanager
-def open_engine(paths: HostPaths, *, runtime: bool = False) -> Iterator[Engine]:
+def open_engine(paths: HostPaths, *, runtime: bool = False, semantic: bool | None = None) -> Iterator[Engine]:
     """An engine over the home's store; the store is closed when the block ends.
+
+    `semantic`: None ranks with the embedding model when the semantic extra is installed (the default
+    profile), False ranks lexically only, True asks for the model (the engine has none if it is missing).
 
     `runtime=True` is for serving agent calls: on PostgreSQL it connects as the home's runtime role,
     which row-level security confines to the tenant of each call (the host's commands, housekeeping
@@ -310,6 +328,7 @@ def open_engine(paths: HostPaths, *, runtime: bool = False) -> Iterator[Engine]:
             clock=SystemClock(),
             cursor_key=macs.cursor,
             audit_key=macs.audit,
+            semantic=None if semantic is False else vector_cache(),
         )
         yield Engine(deps)
     finally:

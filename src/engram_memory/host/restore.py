@@ -25,6 +25,7 @@ from engram_memory.engine.mutation import append_event_as, host_actor
 from engram_memory.engine.ports import Clock, JournalEvent, KeyRing, KeyVault, Scope
 from engram_memory.engine.projection import index_fields
 from engram_memory.engine.sealing import open_sealed
+from engram_memory.engine.semantic import VectorCache, memory_vector, subject_of, to_bytes
 from engram_memory.host.archive import ArchiveInvalid, open_archive
 from engram_memory.host.backup import (
     CHECKED_SECTIONS,
@@ -33,7 +34,14 @@ from engram_memory.host.backup import (
     parse_manifest,
     store_facts,
 )
-from engram_memory.host.compose import POSTGRES_STORE, configured_store, open_postgres_store, open_vault, store_settings
+from engram_memory.host.compose import (
+    POSTGRES_STORE,
+    configured_store,
+    open_postgres_store,
+    open_vault,
+    store_settings,
+    vector_cache,
+)
 from engram_memory.host.keyfiles import backup_key, load_keyring
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.snapshot import SealedOwner
@@ -97,7 +105,7 @@ def restore_home(paths: HostPaths, source: Path, *, decided_by: str, clock: Cloc
         vault = open_vault(paths)
         try:
             settled = _settle_shredded(work, vault, host_actor(decided_by), now_ms)
-            indexed = _rebuild_index(work, keyring, vault)
+            indexed = _rebuild_index(work, keyring, vault, vector_cache())
         finally:
             vault.close()
         _verify(work, manifest, settled)
@@ -238,11 +246,13 @@ def _settle_shredded(work: SQLiteStore, vault: KeyVault, actor: dict[str, str], 
     return settled
 
 
-def _rebuild_index(work: SQLiteStore, keyring: KeyRing, vault: KeyVault) -> int:
-    """Opens every body left (each must open), indexing the accepted_current records. Returns how many."""
+def _rebuild_index(work: SQLiteStore, keyring: KeyRing, vault: KeyVault, semantic: VectorCache | None) -> int:
+    """Opens every body left (each must open), indexing the accepted_current records (and embedding them
+    when the model is installed). Returns how many."""
     with work.inspect() as queries:
         owners = queries.sealed_owners()
     unopened: list[SealedOwner] = []
+    current: list[tuple[Scope, str, dict[str, Any]]] = []
     indexed = 0
     with work.write() as tx:
         for owner in owners:
@@ -256,8 +266,15 @@ def _rebuild_index(work: SQLiteStore, keyring: KeyRing, vault: KeyVault) -> int:
                 unopened.append(owner)
                 continue
             if owner.kind == "record" and owner.state == RecordState.ACCEPTED_CURRENT.value:
-                tx.index_record(owner.scope, owner.owner_id, index_fields(json.loads(plaintext)["payload"]))
+                payload = json.loads(plaintext)["payload"]
+                tx.index_record(owner.scope, owner.owner_id, index_fields(payload))
+                current.append((owner.scope, owner.owner_id, payload))
                 indexed += 1
+        if semantic is not None:
+            model = semantic.embedder.model_id
+            for scope, record_id, payload in current:
+                vector = memory_vector(semantic.embedder, payload)
+                tx.put_vector(scope, record_id, model, to_bytes(vector), subject_of(payload))
     if unopened:
         raise BackupRefused(
             f"RESTORE_REFUSED: BLOB_MISSING: {len(unopened)} bodies do not open with this home's keys and were"
@@ -391,6 +408,7 @@ def _install_postgres(paths: HostPaths, work: SQLiteStore, expected: dict[str, A
                 columns = source.columns(table)
                 target.insert_rows(table, columns, source.rows(table, columns))
             target.insert_index(source.indexed_fields())
+            target.insert_vectors(source.vector_rows())
             target.continue_identities()
             loaded = store_facts(target)
             counts = {name: count for name, count in expected["counts"].items() if name != "schema_migrations"}

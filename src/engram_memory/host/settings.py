@@ -85,6 +85,15 @@ class SettingsError(ValueError):
     """config.toml names something this version cannot use (a one-line reason)."""
 
 
+EMBEDDING_MODEL_ENV = "ENGRAM_EMBEDDING_MODEL"
+
+
+def embedding_model_from_environment(environ: Mapping[str, str] | None = None) -> str:
+    """Which embedding model the operator asked for: an id, "off", or "" for the first one installed."""
+    env = os.environ if environ is None else environ
+    return env.get(EMBEDDING_MODEL_ENV, "").strip()
+
+
 def is_postgres_url(value: str) -> bool:
     return value.startswith(POSTGRES_SCHEMES)
 

@@ -114,6 +114,7 @@ class PostgresTx(SqlTx):
         rid = self._rid(scope, record_id)
         if rid is None:
             return False
+        self._drop_vector(scope, rid)
         row = self._db.execute(
             f"DELETE FROM lexical_index WHERE rid = ? AND tenant = ? AND workspace = ?"  # noqa: S608
             f" RETURNING {', '.join(_FIELD_COLUMNS)}",

@@ -23,6 +23,7 @@ STORE_GRANTS: Mapping[str, str] = {
     "records": "SELECT, INSERT, UPDATE",
     "sealed_bodies": "SELECT, INSERT, DELETE",
     "lexical_index": "SELECT, INSERT, DELETE",
+    "record_vectors": "SELECT, INSERT, DELETE",
     "tombstones": "SELECT, INSERT",
     "idempotency": "SELECT, INSERT",
     "confirmations": "SELECT, INSERT, UPDATE",

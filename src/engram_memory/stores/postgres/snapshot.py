@@ -68,6 +68,14 @@ class PostgresSnapshot:
                 [(rid, scope.tenant, scope.workspace, scope_token(scope), *texts) for rid, scope, texts in rows],
             )
 
+    def insert_vectors(self, rows: Iterable[tuple[object, ...]]) -> None:
+        with self._db.raw.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO record_vectors (rid, tenant, workspace, model, vector, subject)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                [tuple(row) for row in rows],
+            )
+
     def continue_identities(self) -> None:
         """Identity columns go on after the highest value loaded, so new rows never collide with restored ones."""
         for table, column in _IDENTITIES:

@@ -36,7 +36,7 @@ LOCK_TIMEOUT = "10s"  # how long a writer waits for the write lock, as SQLite's 
 # pg_advisory_xact_lock key every writer of one database takes ("engram-w" in ASCII).
 WRITE_LOCK = 0x656E6772616D2D77
 # The tables that held erased bodies and index rows: VACUUM removes their dead row versions.
-ERASED_TABLES = ("sealed_bodies", "lexical_index")
+ERASED_TABLES = ("sealed_bodies", "lexical_index", "record_vectors")
 REWRITE_LOCK_TIMEOUT = "5s"  # VACUUM FULL waits at most this long for readers of the index to finish
 
 
@@ -224,7 +224,7 @@ def _vacuum(connection: Connection) -> bool:
     if requested is not None and requested[0] is not None:
         connection.execute("SELECT set_config('lock_timeout', %s, false)", (REWRITE_LOCK_TIMEOUT,))
         try:
-            connection.execute("VACUUM FULL lexical_index")
+            connection.execute("VACUUM FULL lexical_index, record_vectors")
         finally:
             connection.execute("RESET lock_timeout")
         connection.execute("DELETE FROM erasure_requests WHERE seq <= %s", (requested[0],))

@@ -24,6 +24,7 @@ from engram_memory.engine.ports import (
     Scope,
     ScopeHead,
     SealedBody,
+    StoredVector,
 )
 from engram_memory.engine.ranking import FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
@@ -256,6 +257,33 @@ class SqlTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
             if known and body is None:
                 ended.add(owner_id)
         return ended
+
+    # -- semantic index: plain rows in both stores ----------------------------------------------
+    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> None:
+        rid = self._rid(scope, record_id)
+        if rid is None:
+            raise StoreInvariantError("embedding a record that does not exist")
+        self._db.execute(
+            "INSERT INTO record_vectors (rid, tenant, workspace, model, vector, subject) VALUES (?, ?, ?, ?, ?, ?)",
+            (rid, scope.tenant, scope.workspace, model, vector, subject),
+        )
+
+    def vectors(self, scope: Scope, model: str) -> list[StoredVector]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            "SELECT r.record_id, v.vector, v.subject, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms"
+            " FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid"
+            " WHERE v.tenant = ? AND v.workspace = ? AND v.model = ? AND r.state = 'accepted_current'"
+            " ORDER BY v.rid",
+            (scope.tenant, scope.workspace, model),
+        ).fetchall()
+        return [StoredVector(row[0], bytes(row[1]), row[2], row[3], row[4], row[5]) for row in rows]
+
+    def _drop_vector(self, scope: Scope, rid: int) -> None:
+        self._db.execute(
+            "DELETE FROM record_vectors WHERE rid = ? AND tenant = ? AND workspace = ?",
+            (rid, scope.tenant, scope.workspace),
+        )
 
     # -- lexical index: what both stores keep alike (the index itself is the subclass's) -----------
     def _rid(self, scope: Scope, record_id: str) -> int | None:

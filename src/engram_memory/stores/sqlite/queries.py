@@ -56,6 +56,7 @@ class SQLiteTx(SqlTx):
         rid = self._rid(scope, record_id)
         if rid is None:
             return False
+        self._drop_vector(scope, rid)
         row = self._db.execute(
             f"SELECT {', '.join(_FTS_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
             (rid,),

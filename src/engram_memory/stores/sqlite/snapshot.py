@@ -14,8 +14,10 @@ from engram_memory.engine.ports import Scope, ScopeHead
 from engram_memory.engine.ranking import FIELDS
 from engram_memory.stores.sqlite.queries import SQLiteTx
 
-# The full-text index and its shadow tables: derived from plaintext, so never archived nor counted.
+# The full-text index and its shadow tables, and the embeddings: derived from plaintext, so never
+# archived nor counted (a restore rebuilds both).
 INDEX_TABLE = "lexical_index"
+VECTOR_TABLE = "record_vectors"
 _LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
 
 
@@ -70,7 +72,7 @@ class SnapshotQueries:
             for row in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
             )
-            if not str(row[0]).startswith(INDEX_TABLE)
+            if not str(row[0]).startswith(INDEX_TABLE) and str(row[0]) != VECTOR_TABLE
         ]
         counts = {}
         for name in names:
@@ -135,6 +137,7 @@ class SnapshotQueries:
         """
         # Spans scopes: the whole index of the copy goes, every scope's statistics with it.
         self._db.execute(f"DELETE FROM {INDEX_TABLE}")  # noqa: S608
+        self._db.execute(f"DELETE FROM {VECTOR_TABLE}")  # noqa: S608
         self._db.execute(f"INSERT INTO {INDEX_TABLE} ({INDEX_TABLE}) VALUES ('optimize')")  # noqa: S608
         zeroes = ", ".join(f"{column} = 0" for column in ("doc_count", *_LEN_COLUMNS))
         self._db.execute(f"UPDATE scopes SET {zeroes}")  # noqa: S608
@@ -153,6 +156,12 @@ class SnapshotQueries:
         names = ", ".join(_quoted(column) for column in columns)
         marks = ", ".join("?" for _ in columns)
         self._db.executemany(f"INSERT INTO {_quoted(table)} ({names}) VALUES ({marks})", rows)  # noqa: S608
+
+    def vector_rows(self) -> list[tuple[object, ...]]:
+        """Every embedding row (rid, tenant, workspace, model, vector, subject), for a restore into another store."""
+        # Spans scopes: the whole semantic index moves.
+        sql = f"SELECT rid, tenant, workspace, model, vector, subject FROM {VECTOR_TABLE}"  # noqa: S608
+        return [tuple(row) for row in self._db.execute(sql)]
 
     def indexed_fields(self) -> list[tuple[int, Scope, tuple[str, ...]]]:
         """(rid, scope, field texts) of every index row, for a restore into another store's index."""

@@ -1,0 +1,38 @@
+"""What the benchmarks share: a binding with every tool for one workspace, and a call that must succeed."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engram_memory.contract.tools import ALL_TOOLS
+from engram_memory.engine.engine import Engine
+from engram_memory.host.bindings import issue_binding
+from engram_memory.host.keyfiles import load_signing_key
+from engram_memory.host.settings import HostPaths
+
+
+def bench_binding(paths: HostPaths, *, tenant: str, workspace: str, purpose: str) -> Any:
+    """A day-long binding of the home's own key with every tool and no confirmation for captures."""
+    return issue_binding(
+        load_signing_key(paths),
+        tenant=tenant,
+        workspace=workspace,
+        principal="bench",
+        agent_id="bench-agent",
+        session="bench",
+        purpose_ref=purpose,
+        grants=frozenset(t.value for t in ALL_TOOLS),
+        confirm_mutations=False,
+        lifetime_s=86_400,
+        now_s=int(time.time()),
+    ).binding
+
+
+def value_of(engine: Engine, binding: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The call's value; a failure stops the benchmark with its error code."""
+    envelope = engine.handle(binding, tool, arguments)
+    if not envelope["ok"]:
+        raise SystemExit(f"{tool} failed: {envelope['error']['code']}")
+    value: dict[str, Any] = envelope["output"]["value"]
+    return value

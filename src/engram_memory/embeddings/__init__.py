@@ -1,0 +1,1 @@
+"""Local sentence-embedding models behind the engine's Embedder port (the optional `semantic` extra)."""

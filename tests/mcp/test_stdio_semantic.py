@@ -1,0 +1,75 @@
+"""The default profile over MCP stdio: a server with the embedding model ranks hybrid (SPEC §9).
+
+The rest of the stdio suite pins the lexical profile to check exact result sets; these tests run the
+server as installed (`semantic=True`), on each store, and check what the semantic channel adds and
+what it must never do: cross a tenant, or keep a forgotten record findable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from engram_memory.host.settings import HostPaths
+from tests.mcp.helpers import FORGET, HostCli, assert_failure, forget_args, found_ids, ok_value, remember, search
+from tests.support.agents import StdioAgent
+from tests.support.homes import bind
+from tests.support.raw import raw_store
+
+pytestmark = pytest.mark.stdio
+
+PARAPHRASE = "automobile maintenance"
+
+
+@dataclass
+class Site:
+    paths: HostPaths
+    alice: StdioAgent
+    other_tenant: StdioAgent
+
+
+@pytest.fixture
+def site(paths: HostPaths) -> Iterator[Site]:
+    alice = StdioAgent(paths.home, bind(paths).token, semantic=True)
+    other = StdioAgent(paths.home, bind(paths, tenant="tenant-b", principal="bob").token, semantic=True)
+    try:
+        yield Site(paths, alice, other)
+    finally:
+        alice.close()
+        other.close()
+
+
+def test_the_default_profile_is_hybrid_and_finds_a_paraphrase(site: Site) -> None:
+    _, car = remember(site.alice, "The car needs new tyres before winter.")
+    remember(site.alice, "Quarterly invoices are mailed on the first Monday.")
+    value = ok_value(search(site.alice, PARAPHRASE))
+    receipt = value["rank_receipt"]
+    assert receipt["profile"] == "hybrid-rrf"
+    assert [channel["channel"] for channel in receipt["channels"]] == ["lexical", "semantic"]
+    assert receipt["channels"][1]["model"] == "all-MiniLM-L6-v2-onnx-int8"
+    assert [packet["record"]["record_id"] for packet in value["records"]][:1] == [car]
+    required = ok_value(search(site.alice, PARAPHRASE, capability_policy={"minimum_channels": "lexical_and_semantic"}))
+    assert required["rank_receipt"]["ordered_ids_digest"] == receipt["ordered_ids_digest"]
+
+
+def test_the_semantic_channel_never_crosses_a_tenant(site: Site) -> None:
+    remember(site.alice, "The car needs new tyres before winter.")
+    assert found_ids(site.other_tenant, PARAPHRASE) == []
+    _, own = remember(site.other_tenant, "The truck fleet is serviced every spring.")
+    assert found_ids(site.other_tenant, PARAPHRASE) == [own]
+
+
+def test_a_forgotten_record_leaves_the_semantic_channel(site: Site) -> None:
+    _, car = remember(site.alice, "The car needs new tyres before winter.")
+    _, other = remember(site.alice, "Quarterly invoices are mailed on the first Monday.")
+    assert found_ids(site.alice, PARAPHRASE)[:1] == [car]
+    arguments = forget_args(car)
+    assert_failure(site.alice.call(FORGET, arguments), "gate_failed")
+    host = HostCli(site.paths)
+    host.approve(host.only_request(car)["id"])
+    ok_value(site.alice.call(FORGET, arguments))
+    assert found_ids(site.alice, PARAPHRASE) == [other]
+    with raw_store(site.paths) as db:
+        assert db.rows("SELECT r.record_id FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid") == [(other,)]
