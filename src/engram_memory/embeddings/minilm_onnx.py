@@ -70,11 +70,17 @@ class MiniLMOnnx:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        # Similar lengths batch together, so little of each batch is padding.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH):
-            chosen = order[start : start + BATCH]
-            encodings = self._tokenizer.encode_batch([texts[i] for i in chosen])
+        encoded = self._tokenizer.encode_batch(list(texts))
+        # Equal lengths batch together, so no batch computes padding (a transformer's cost is per token).
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
+        batches: list[list[int]] = []
+        for i in order:
+            if batches and len(batches[-1]) < BATCH and len(encoded[batches[-1][0]].ids) == len(encoded[i].ids):
+                batches[-1].append(i)
+            else:
+                batches.append([i])
+        for chosen in batches:
+            encodings = [encoded[i] for i in chosen]
             width = max(len(e.ids) for e in encodings)
             ids = np.zeros((len(chosen), width), dtype=np.int64)
             mask = np.zeros((len(chosen), width), dtype=np.int64)
