@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engram_memory.embeddings.identity import ModelIdentity
 from engram_memory.engine.semantic import Matrix
 
 MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
@@ -34,8 +35,10 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-class MiniLMOnnx:
+class MiniLMOnnx(ModelIdentity):
     """Raises ImportError when the semantic extra is not installed, ModelFileError on a changed model file."""
+
+    MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 
     def __init__(self) -> None:
         import onnxruntime
@@ -55,18 +58,6 @@ class MiniLMOnnx:
         options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self._inputs = {item.name for item in self._session.get_inputs()}
-
-    @property
-    def model_id(self) -> str:
-        return "all-MiniLM-L6-v2-onnx-int8"
-
-    @property
-    def model_version(self) -> str:
-        return self._version
-
-    @property
-    def dimension(self) -> int:
-        return 384
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)

