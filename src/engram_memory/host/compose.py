@@ -205,18 +205,25 @@ def configured_store(paths: HostPaths) -> str:
     return POSTGRES_STORE if store_settings(paths).is_postgres else SQLITE_STORE
 
 
-def _open_postgres_store(settings: StoreSettings, *, runtime: bool) -> PostgresStore:
-    from engram_memory.stores.postgres.store import PostgresStore
-
+@contextmanager
+def _postgres_home_errors() -> Iterator[None]:
+    """A role or URL problem, or a schema older than this version, as the one-line HomeError of a host command."""
     try:
-        url = postgres_home.runtime_url(settings, settings.store) if runtime else settings.store
-        return PostgresStore(url, pool_size=settings.pool_size, run_migrations=not runtime)
+        yield
     except PostgresHomeError as exc:
         raise HomeError(str(exc)) from exc
     except ContractError as exc:
         if postgres_home.schema_behind(exc):
             raise HomeError(_BEHIND) from exc
         raise
+
+
+def _open_postgres_store(settings: StoreSettings, *, runtime: bool) -> PostgresStore:
+    from engram_memory.stores.postgres.store import PostgresStore
+
+    with _postgres_home_errors():
+        url = postgres_home.runtime_url(settings, settings.store) if runtime else settings.store
+        return PostgresStore(url, pool_size=settings.pool_size, run_migrations=not runtime)
 
 
 _BEHIND = "the PostgreSQL schema is older than this version: run 'engram-memory init' (as the owner) first"
@@ -270,15 +277,9 @@ def open_vault(paths: HostPaths, *, runtime: bool = False) -> HostKeyVault:
         return SQLiteKeyVault(paths.vault_file)
     from engram_memory.stores.postgres.vault import PostgresKeyVault
 
-    try:
+    with _postgres_home_errors():
         url = postgres_home.runtime_url(settings, settings.vault) if runtime else settings.vault
         return PostgresKeyVault(url, pool_size=settings.pool_size, run_migrations=not runtime)
-    except PostgresHomeError as exc:
-        raise HomeError(str(exc)) from exc
-    except ContractError as exc:
-        if postgres_home.schema_behind(exc):
-            raise HomeError(_BEHIND) from exc
-        raise
 
 
 @contextmanager
