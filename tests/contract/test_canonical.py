@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
+import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -84,8 +86,6 @@ def test_canonical_json_accepts_safe_integer_bounds() -> None:
     )
 )
 def test_canonical_json_is_stable_for_nfc_values(value: object) -> None:
-    import unicodedata
-
     def nfc(item: object) -> object:
         if isinstance(item, str):
             return unicodedata.normalize("NFC", item.encode("utf-8", "replace").decode("utf-8"))
@@ -112,3 +112,27 @@ def test_canonical_json_is_stable_for_nfc_values(value: object) -> None:
 )
 def test_is_digest_accepts_only_lowercase_sha256_hex(text: str, expected: bool) -> None:
     assert is_digest(text) is expected
+
+
+_NFC_TEXT = st.text(st.characters(exclude_categories=("Cs",))).map(lambda t: unicodedata.normalize("NFC", t))
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53 - 1), 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: f != 0.0 or str(f) == "0.0")
+    | _NFC_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_NFC_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_VALUES)
+def test_canonical_json_equals_the_reference_library_on_the_fast_path_and_off_it(value: object) -> None:
+    assert canonical_json(value) == bytes(rfc8785.dumps(value))
+
+
+def test_canonical_json_escapes_controls_like_the_reference_library() -> None:
+    text = "".join(chr(c) for c in range(0x20)) + '"\\\u007f\u2028\u2029é\U0001f600'
+    value = {"k": text, "\u00e9": [text], "z\ue000": 1, "z\U00010000": 2}
+    assert canonical_json(value) == bytes(rfc8785.dumps(value))
+    assert canonical_json({"k": text}) == bytes(rfc8785.dumps({"k": text}))

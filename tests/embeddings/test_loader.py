@@ -9,7 +9,7 @@ from engram_memory.embeddings.loader import MODELS, OFF, EmbedderUnavailable, La
 from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
 from engram_memory.host.settings import embedding_model_from_environment
 
-DEFAULT = "all-MiniLM-L6-v2-onnx-int8"
+DEFAULT = "all-MiniLM-L6-v2-onnx-qint8"
 
 
 def test_the_default_is_the_int8_model_and_it_loads_only_when_used() -> None:

@@ -9,7 +9,7 @@ from tests.support.clocks import ManualClock
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import PURPOSE, capture_args, unique_key
-from tests.support.raw import readable_in_store, rows
+from tests.support.raw import raw_vault, readable_in_store, rows
 
 
 def test_capture_returns_committed_pending_candidate(agent: InProcessAgent) -> None:
@@ -76,6 +76,27 @@ def test_rejected_candidate_loses_its_data_key(agent: InProcessAgent, paths: Hos
     assert outcome["status"] == "rejected"
     assert rows(paths, "SELECT count(*) FROM sealed_bodies WHERE owner_id = ?", captured["candidate_id"]) == [(0,)]
     assert agent.found_ids("deploy user access key bucket") == []
+
+
+def _keys(paths: HostPaths, owner_id: str) -> tuple[int, int]:
+    """(held, recorded as destroyed) for one owner in the key vault."""
+    with raw_vault(paths) as db:
+        return db.count("data_keys", "owner_id = ?", (owner_id,)), db.count("shredded", "owner_id = ?", (owner_id,))
+
+
+def test_every_decided_candidate_loses_its_own_data_key_and_a_record_gets_its_own(
+    agent: InProcessAgent, paths: HostPaths
+) -> None:
+    accepted = agent.capture("Service owners answer pages within fifteen minutes.")
+    record_id = agent.admit(accepted["candidate_id"])["record_id"]
+    duplicate = agent.capture("Service owners answer pages within fifteen minutes.")
+    assert agent.admit(duplicate["candidate_id"])["status"] == "duplicate_exact"
+    rejected = agent.capture("Password: hunter2hunter2 for the staging box.")
+    assert agent.admit(rejected["candidate_id"])["status"] == "rejected"
+    for candidate in (accepted, duplicate, rejected):
+        assert _keys(paths, candidate["candidate_id"]) == (0, 1)
+    assert _keys(paths, record_id) == (1, 0)
+    assert agent.get(record_id)["ok"]
 
 
 def test_admission_on_terminal_candidate_is_already_terminal(agent: InProcessAgent) -> None:

@@ -6,12 +6,17 @@ model fails them rather than skipping them.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.ports import Scope
+from engram_memory.engine.semantic import VectorCache, memory_vector, to_bytes
 from engram_memory.host.settings import HostPaths
 from tests.support.inprocess import InProcessAgent
-from tests.support.payloads import unique_key
+from tests.support.payloads import capture_args, unique_key
 from tests.support.raw import raw_store
 
 SEARCH = "engram_memory_search"
@@ -91,8 +96,11 @@ def test_hybrid_receipt_names_the_profile_formula_model_and_generation(agent: In
     value = _search(agent, "tracing spans", capability_policy={"minimum_channels": "lexical_and_semantic"})
     receipt = value["rank_receipt"]
     embedder = served.deps.semantic.embedder  # type: ignore[union-attr]
-    assert receipt["profile"] == "hybrid-rrf" and receipt["profile_version"] == 1
-    assert receipt["formula_ref"].startswith("rrf(k=60,") and f"cosine({embedder.model_id})" in receipt["formula_ref"]
+    assert receipt["profile"] == "hybrid-rrf" and receipt["profile_version"] == 2
+    assert (
+        receipt["formula_ref"].startswith("rrf(k=60,")
+        and f"cosine({embedder.model_id},primary+0.7*context)" in receipt["formula_ref"]
+    )
     lexical, semantic = receipt["channels"]
     assert lexical["channel"] == "lexical" and semantic["channel"] == "semantic"
     assert semantic["model"] == embedder.model_id and semantic["model_version"] == embedder.model_version
@@ -123,3 +131,106 @@ def test_a_write_moves_the_generation_and_a_new_record_is_found(agent: InProcess
     after = _search(agent, "automobile maintenance")
     assert after["rank_receipt"]["channels"][1]["generation"] > before
     assert after["records"][0]["record"]["record_id"] == car
+
+
+# -- vectors computed beside the admissions (engine/indexer.py) ---------------------------------------
+
+
+def _admit_without_waiting(agent: InProcessAgent, text: str) -> str:
+    """Capture and admit through the raw tool calls: unlike agent.remember, nothing waits for the indexer."""
+    candidate = agent.value("engram_memory_capture", capture_args(text))["candidate_id"]
+    args = {"candidate_id": candidate, "idempotency_key": unique_key("admit")}
+    outcome = agent.value("engram_memory_request_admission", args)["outcome"]
+    assert outcome["status"] == "accepted"
+    return str(outcome["record_id"])
+
+
+def _vector_models(paths: HostPaths) -> list[tuple[str, str]]:
+    with raw_store(paths) as db:
+        rows = db.rows(
+            "SELECT r.record_id, v.model FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid"
+            " ORDER BY r.record_id"
+        )
+    return [(str(row[0]), str(row[1])) for row in rows]
+
+
+def test_a_search_right_after_an_admission_ranks_with_its_vector(agent: InProcessAgent) -> None:
+    _admit_without_waiting(agent, "Quarterly invoices are mailed on the first Monday.")
+    car = _admit_without_waiting(agent, "The car needs new tyres before winter.")
+    assert agent.found_ids("automobile maintenance")[:1] == [car]
+
+
+def test_vectors_lost_or_left_by_another_model_are_embedded_again_by_the_next_search(
+    agent: InProcessAgent, served: Engine, paths: HostPaths
+) -> None:
+    car = agent.remember("The car needs new tyres before winter.")
+    invoices = agent.remember("Quarterly invoices are mailed on the first Monday.")
+    model = served.deps.semantic.embedder.model_id  # type: ignore[union-attr]
+    with raw_store(paths) as db:  # a crash lost one vector; the other was written under a retired model
+        db.execute("DELETE FROM record_vectors WHERE rid = (SELECT rid FROM records WHERE record_id = ?)", (car,))
+        db.execute("UPDATE record_vectors SET model = 'retired-model'")
+    garden = agent.remember("Prune the roses in early spring.")  # moves the generation: the matrix is rebuilt
+    assert agent.found_ids("automobile maintenance")[:1] == [car]
+    assert agent.found_ids("gardening chores")[:1] == [garden]
+    served.deps.indexer.settle()  # type: ignore[union-attr]
+    assert _vector_models(paths) == sorted((record, model) for record in (car, invoices, garden))
+
+
+def test_a_vector_is_only_written_for_a_record_that_is_still_current(
+    agent: InProcessAgent, served: Engine, steered: Engine, paths: HostPaths
+) -> None:
+    car = agent.remember("The car needs new tyres before winter.")
+    _forget(agent, steered, car)
+    assert _vector_models(paths) == []
+    indexer, scope = served.deps.indexer, Scope(agent.binding.tenant, agent.binding.workspace)
+    assert indexer is not None
+    payload = {"primary_component_id": "main", "components": [{"component_id": "main", "text": "late job"}]}
+    indexer.schedule(scope, car, payload)  # a job queued before the forget, landing after it
+    indexer.schedule(scope, "mem_doesnotexistdoesnotexist00", payload)  # an admission rolled back
+    indexer.settle()
+    assert _vector_models(paths) == []
+
+
+def test_the_stored_vector_is_the_one_the_model_gives_for_the_memory_alone(
+    agent: InProcessAgent, served: Engine, paths: HostPaths
+) -> None:
+    """Each record is embedded on its own, so its vector never depends on what was queued with it."""
+    agent.remember("The greenhouse vents open at noon.", context="Notes from the spring inspection.")
+    first = agent.remember("The car needs new tyres before winter.", context="The greenhouse vents open at noon.")
+    cache = served.deps.semantic
+    assert cache is not None
+    payload = capture_args("The car needs new tyres before winter.", context="The greenhouse vents open at noon.")
+    fresh = VectorCache(cache.embedder)  # empty line cache: every text goes through the model
+    expected = to_bytes(
+        memory_vector(
+            lambda texts: fresh.embed_texts(Scope(agent.binding.tenant, agent.binding.workspace), texts),
+            payload["payload"],
+        )
+    )
+    with raw_store(paths) as db:
+        stored = db.value(
+            "SELECT vector FROM record_vectors WHERE rid = (SELECT rid FROM records WHERE record_id = ?)", (first,)
+        )
+    assert bytes(stored) == expected
+
+
+# -- dates named in the query (engine/timeref.py) ------------------------------------------------------
+
+
+def _utc_ms(year: int, month: int, day: int, hour: int = 12) -> int:
+    return int(datetime(year, month, day, hour, tzinfo=UTC).timestamp() * 1000)
+
+
+@pytest.mark.parametrize("profile", ["hybrid", "lexical"])
+def test_a_date_in_the_query_favours_the_memories_of_that_day(
+    profile: str, agent: InProcessAgent, lexical_agent: InProcessAgent
+) -> None:
+    asking = agent if profile == "hybrid" else lexical_agent
+    march = agent.remember("Team lunch at the harbour cafe.", valid_from_ms=_utc_ms(2023, 3, 2))
+    may = agent.remember("Team lunch at the harbour cafe.", valid_from_ms=_utc_ms(2023, 5, 9))
+    assert set(asking.found_ids("team lunch at the harbour")[:2]) == {may, march}  # a tie, without a date
+    assert asking.found_ids("team lunch at the harbour on 2 March, 2023")[:1] == [march]
+    assert asking.found_ids("team lunch at the harbour in March 2023")[:1] == [march]
+    assert asking.found_ids("team lunch at the harbour on May 9, 2023")[:1] == [may]
+    receipt = asking.search("team lunch on 2023-03-02")["rank_receipt"]
+    assert "date(1+1)" in receipt["formula_ref"] and receipt["profile_version"] == 2

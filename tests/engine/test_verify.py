@@ -118,6 +118,7 @@ def test_verify_passes_a_store_that_went_through_every_lifecycle_path(
     assert report.bodies == 4  # kept, other, pending, in_review
     assert report.opened == (4 if full else 0)
     assert report.indexed == (2 if full else 0)
+    assert (report.embedded, report.unembedded) == ((2, 0) if full else (0, 0))
     assert report.warnings == []
 
 
@@ -341,6 +342,31 @@ def test_verify_names_projection_stale_when_an_index_row_is_dropped(
     assert f"record {session.kept} in tenant-a/workspace-1 is not indexed" in details
     assert any(detail.startswith("the index statistics of tenant-a/workspace-1 are off") for detail in details)
     assert "the lexical index holds 1 rows for 2 accepted_current records" in details
+
+
+def test_verify_names_projection_stale_for_a_vector_of_a_record_that_is_not_current(
+    session: Session, paths: HostPaths, db: RawDb
+) -> None:
+    vector = db.value("SELECT vector FROM record_vectors WHERE rid = ?", (_rid(db, session.kept),))
+    db.execute(
+        "INSERT INTO record_vectors (rid, tenant, workspace, model, vector, subject) VALUES (?, ?, ?, 'm', ?, 's')",
+        (_rid(db, session.forgotten), SCOPE.tenant, SCOPE.workspace, vector),
+    )
+    assert _verify(paths, full=False).ok
+    report = _verify(paths, full=True)
+    assert _codes(report) == {ErrorCode.PROJECTION_STALE}
+    assert [p.detail for p in report.problems] == [
+        f"record {session.forgotten} in tenant-a/workspace-1 has a vector but is tombstoned"
+    ]
+
+
+def test_verify_counts_current_records_still_waiting_for_a_vector_without_failing(
+    session: Session, paths: HostPaths, db: RawDb
+) -> None:
+    db.execute("DELETE FROM record_vectors WHERE rid = ?", (_rid(db, session.kept),))
+    report = _verify(paths, full=True)
+    assert report.ok and (report.embedded, report.unembedded) == (1, 1)
+    assert problems_json(report)["unembedded"] == 1
 
 
 def test_verify_names_projection_stale_for_an_index_row_under_no_scope(

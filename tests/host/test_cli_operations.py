@@ -133,7 +133,7 @@ def _flip_journal_byte(paths: HostPaths, cursor: int) -> None:
 def test_verify_exits_zero_and_says_so_when_the_store_is_clean(site: Site) -> None:
     lines = _ok(cli("verify", "--home", site.paths.home)).splitlines()
     assert lines == [
-        "full check of 2 scope(s): 9 journal events, 4 sealed bodies, 4 opened, 3 index rows",
+        "full check of 2 scope(s): 9 journal events, 4 sealed bodies, 4 opened, 3 index rows, 3 vectors",
         "no problems found",
     ]
     quick = json.loads(_ok(cli("verify", "--quick", "--json", "--home", site.paths.home)))
@@ -145,9 +145,13 @@ def test_verify_exits_zero_and_says_so_when_the_store_is_clean(site: Site) -> No
         "bodies": 4,
         "opened": 0,
         "indexed": 0,
+        "embedded": 0,
+        "unembedded": 0,
         "problems": [],
         "warnings": [],
     }
+    full = json.loads(_ok(cli("verify", "--json", "--home", site.paths.home)))
+    assert (full["indexed"], full["embedded"], full["unembedded"]) == (3, 3, 0)
 
 
 def test_verify_exits_one_naming_journal_corrupt_when_a_journal_byte_is_flipped(site: Site) -> None:

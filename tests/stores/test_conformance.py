@@ -413,3 +413,62 @@ def test_every_field_is_returned_by_index_entries(store: Store) -> None:
     with store.read() as tx:
         assert dict(tx.index_entries(SCOPE_A)[0].fields) == texts
         assert new_id("x") != new_id("x")
+
+
+# -- semantic index ---------------------------------------------------------------------------------
+
+
+def _vector_ids(store: Store, scope: object, model: str) -> list[str]:
+    assert isinstance(scope, type(SCOPE_A))
+    with store.read() as tx:
+        return [row.record_id for row in tx.vectors(scope, model)]
+
+
+def test_a_vector_is_kept_only_for_an_accepted_current_record_and_only_once_per_model(store: Store) -> None:
+    with store.write() as tx:
+        event(tx, SCOPE_A)
+        indexed(tx, SCOPE_A, "mem_current", primary="a")
+        tx.insert_record(record(SCOPE_A, "mem_disputed", state="accepted_disputed"))
+        assert tx.put_vector(SCOPE_A, "mem_current", "model-1", b"\x00" * 8, "a")
+        assert not tx.put_vector(SCOPE_A, "mem_current", "model-1", b"\x01" * 8, "a")  # the first one stays
+        assert not tx.put_vector(SCOPE_A, "mem_disputed", "model-1", b"\x00" * 8, "a")
+        assert not tx.put_vector(SCOPE_A, "mem_missing", "model-1", b"\x00" * 8, "a")
+        assert not tx.put_vector(SCOPE_B, "mem_current", "model-1", b"\x00" * 8, "a")  # another tenant's id
+    with store.read() as tx:
+        (kept,) = tx.vectors(SCOPE_A, "model-1")
+        assert (kept.record_id, kept.vector) == ("mem_current", b"\x00" * 8)
+        assert tx.records_without_vector(SCOPE_A, "model-1") == []
+        assert [row.record_id for row in tx.records_without_vector(SCOPE_A, "model-2")] == ["mem_current"]
+        assert tx.records_without_vector(SCOPE_B, "model-1") == []
+
+
+def test_a_vector_of_another_model_gives_way(store: Store) -> None:
+    with store.write() as tx:
+        event(tx, SCOPE_A)
+        indexed(tx, SCOPE_A, "mem_one", primary="a")
+        indexed(tx, SCOPE_A, "mem_two", primary="b")
+        tx.put_vector(SCOPE_A, "mem_one", "retired", b"\x00" * 8, "a")
+        tx.put_vector(SCOPE_A, "mem_two", "retired", b"\x00" * 8, "b")
+    with store.read() as tx:
+        missing = tx.records_without_vector(SCOPE_A, "current")
+    assert [(row.record_id, row.valid_from_ms, row.valid_to_ms) for row in missing] == [
+        ("mem_one", AT_MS, None),
+        ("mem_two", AT_MS, None),
+    ]
+    with store.write() as tx:
+        assert tx.put_vector(SCOPE_A, "mem_one", "current", b"\x02" * 8, "a")
+    assert _vector_ids(store, SCOPE_A, "current") == ["mem_one"]
+    assert _vector_ids(store, SCOPE_A, "retired") == ["mem_two"]
+
+
+def test_an_unsynced_write_commits_like_any_other(store: Store) -> None:
+    with store.write(synced=False) as tx:
+        tx.append_audit(audit("aud_unsynced", AT_MS))
+    with pytest.raises(RuntimeError), store.write(synced=False) as tx:
+        tx.append_audit(audit("aud_rolled_back", AT_MS))
+        raise RuntimeError("the body failed")
+    with store.write() as tx:  # the connection is back to synced commits and still usable
+        tx.append_audit(audit("aud_synced", AT_MS))
+    with store.read() as tx:
+        kept = {row.audit_id for row in tx.audit_rows(None, None)}
+    assert {"aud_unsynced", "aud_synced"} <= kept and "aud_rolled_back" not in kept

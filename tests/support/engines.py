@@ -12,6 +12,7 @@ from contextlib import ExitStack, contextmanager
 
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.indexer import VectorIndexer
 from engram_memory.engine.policy import PolicySource
 from engram_memory.engine.ports import Clock, Store
 from engram_memory.host.compose import open_store, open_vault, store_settings, vector_cache
@@ -30,7 +31,8 @@ def steered_engine(
     runtime: bool = False,
     semantic: bool = True,
 ) -> Iterator[Engine]:
-    """`semantic` as `serve` has it: the installed embedding model's channel (False: lexical only)."""
+    """`semantic` as `serve` has it: the installed embedding model's channel, with its indexer beside
+    the admissions (False: lexical only)."""
     macs = load_mac_keys(paths)
     own_store = store or open_store(paths, runtime=runtime)
     try:
@@ -38,6 +40,8 @@ def steered_engine(
     except BaseException:
         own_store.close()
         raise
+    cache = vector_cache() if semantic else None
+    indexer = None if cache is None else VectorIndexer(own_store, cache)
     try:
         yield Engine(
             Deps(
@@ -48,10 +52,13 @@ def steered_engine(
                 clock=clock,
                 cursor_key=macs.cursor,
                 audit_key=macs.audit,
-                semantic=vector_cache() if semantic else None,
+                semantic=cache,
+                indexer=indexer,
             )
         )
     finally:
+        if indexer is not None:
+            indexer.close()
         vault.close()
         own_store.close()
 

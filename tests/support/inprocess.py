@@ -36,6 +36,8 @@ class InProcessAgent:
     def admit(self, candidate_id: str, key: str | None = None) -> dict[str, Any]:
         args = {"candidate_id": candidate_id, "idempotency_key": key or unique_key("admit")}
         outcome: dict[str, Any] = self.value("engram_memory_request_admission", args)["outcome"]
+        if self.engine.deps.indexer is not None:
+            self.engine.deps.indexer.settle()  # tests read the store next; a search settles by itself
         return outcome
 
     def remember(self, text: str, **options: Any) -> str:

@@ -7,6 +7,7 @@ print differently must never share a digest, and one value must never have two.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import unicodedata
@@ -23,37 +24,56 @@ class CanonicalError(ValueError):
     """A value that has no canonical form: non-NFC text, -0, NaN, unsafe integers, non-JSON types."""
 
 
-def _check(value: Any) -> None:
-    if value is None or isinstance(value, bool):
-        return
-    if isinstance(value, int):
-        if abs(value) > MAX_SAFE_INTEGER:
-            raise CanonicalError("unsafe integer")
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CanonicalError("non-finite number")
-        if value == 0.0 and math.copysign(1.0, value) < 0:
-            raise CanonicalError("negative zero")
-        return
+# Python's encoder writes RFC 8785 bytes for every value without a float (ES6 number printing differs)
+# and without a key beyond U+D7FF (RFC 8785 sorts keys by UTF-16 code units, Python by code points;
+# the orders agree below the surrogates). Same escapes: the two-letter ones, \u00xx for the other
+# controls, everything else literal.
+_FAST_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+_LAST_SAFE_KEY_CHAR = "\ud7ff"
+
+
+def _check(value: Any) -> bool:
+    """Raises CanonicalError when `value` has no canonical form; True when the fast encoder is exact."""
     if isinstance(value, str):
         _check_text(value)
-        return
+        return True
+    if value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, int | float):
+        return _check_number(value)
     if isinstance(value, dict):
+        fast = True
         for key, item in value.items():
             if not isinstance(key, str):
                 raise CanonicalError("non-string key")
             _check_text(key)
-            _check(item)
-        return
+            if not key.isascii() and max(key) > _LAST_SAFE_KEY_CHAR:
+                fast = False
+            fast = _check(item) and fast
+        return fast
     if isinstance(value, list | tuple):
+        fast = True
         for item in value:
-            _check(item)
-        return
+            fast = _check(item) and fast
+        return fast
     raise CanonicalError("not a JSON value")
 
 
+def _check_number(value: int | float) -> bool:
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise CanonicalError("unsafe integer")
+        return True
+    if not math.isfinite(value):
+        raise CanonicalError("non-finite number")
+    if value == 0.0 and math.copysign(1.0, value) < 0:
+        raise CanonicalError("negative zero")
+    return False
+
+
 def _check_text(text: str) -> None:
+    if text.isascii():
+        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -64,7 +84,8 @@ def _check_text(text: str) -> None:
 
 def canonical_json(value: Any) -> bytes:
     """RFC 8785 bytes of `value`; raises CanonicalError when it has no canonical form."""
-    _check(value)
+    if _check(value):
+        return _FAST_ENCODER.encode(value).encode("utf-8")
     try:
         return bytes(rfc8785.dumps(value))
     except rfc8785.CanonicalizationError as exc:

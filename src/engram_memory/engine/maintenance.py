@@ -317,16 +317,18 @@ def _move(
     was_current = record.state == _CURRENT.value
     if was_current and to_state is not _CURRENT:
         tx.unindex_record(record.scope, record.record_id)
-    elif to_state is _CURRENT and not was_current:
-        _reindex(deps, tx, record)
-    return _journal(tx, record, operation, to_state, act, extra)
+    payload = _reindex(deps, tx, record) if to_state is _CURRENT and not was_current else None
+    moved = _journal(tx, record, operation, to_state, act, extra)
+    if payload is not None:  # a vector is only kept for a record that is accepted_current
+        index_vector(deps.semantic, tx, record.scope, record.record_id, payload)
+    return moved
 
 
-def _reindex(deps: Deps, tx: StoreTx, record: RecordRow) -> None:
+def _reindex(deps: Deps, tx: StoreTx, record: RecordRow) -> Mapping[str, Any]:
     """Raises ContractError BLOB_MISSING when the body or its data key is gone: never an empty entry."""
     payload = read_payload(deps, tx, record.scope, record.record_id, "record")
     tx.index_record(record.scope, record.record_id, index_fields(payload))
-    index_vector(deps.semantic, tx, record.scope, record.record_id, payload)
+    return payload
 
 
 def _journal(

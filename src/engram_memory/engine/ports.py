@@ -30,6 +30,7 @@ from engram_memory.engine.rows import (
     ScopeHead,
     SealedBody,
     StoredVector,
+    UnembeddedRecord,
     WrappedKey,
 )
 
@@ -55,6 +56,7 @@ __all__ = [
     "StoreTx",
     "StoredVector",
     "TransientConflict",
+    "UnembeddedRecord",
     "WrappedKey",
 ]
 
@@ -116,9 +118,17 @@ class CoreTx(Protocol):
     def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]: ...
 
     # semantic index: one embedding per accepted_current record, dropped with its lexical entry
-    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> None: ...
+    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> bool:
+        """Writes the record's embedding unless it already has one by `model` (an embedding by another
+        model is replaced) or is not accepted_current; True when it wrote."""
+        ...
+
     def vectors(self, scope: Scope, model: str) -> list[StoredVector]:
         """Every accepted_current record of the scope with an embedding by `model`, in rid order."""
+        ...
+
+    def records_without_vector(self, scope: Scope, model: str) -> list[UnembeddedRecord]:
+        """The scope's accepted_current records with no embedding by `model`, in rid order."""
         ...
 
     # tombstone digests (never content)
@@ -147,10 +157,13 @@ class StoreTx(CoreTx, ReviewTx, MaintenanceTx, OperationsTx, Protocol):
 
 
 class Store(Protocol):
-    def write(self) -> AbstractContextManager[StoreTx]:
+    def write(self, *, synced: bool = True) -> AbstractContextManager[StoreTx]:
         """A serialised write transaction; ContractError STORE_UNAVAILABLE before commit,
         MUTATION_OUTCOME_UNKNOWN when the commit itself fails, TransientConflict when the store
-        rolled it back for a concurrent transaction (the body may run again)."""
+        rolled it back for a concurrent transaction (the body may run again).
+
+        `synced=False` (audit rows only) commits without waiting for the disk: a power cut may lose
+        the last such rows, never a mutation, and the next synced commit carries them to disk."""
         ...
 
     def read(self) -> AbstractContextManager[StoreTx]:
@@ -181,6 +194,12 @@ class KeyVault(Protocol):
     def get(self, scope: Scope, owner_id: str) -> WrappedKey | None: ...
     def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """True when none of the keys exists any more and the erased bytes left every file."""
+        ...
+
+    def retire(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        """Destroys keys whose plaintext lives on under another key (an admitted candidate's), without
+        forcing the erased bytes out of every file now: the next destroy does that. True when none of
+        the keys exists any more."""
         ...
 
     def shredded(self, owner_ids: Sequence[str]) -> set[str]: ...

@@ -47,6 +47,15 @@ class IndexEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class VectorEntry:
+    """One stored embedding of a scope: the record it belongs to (if any), that record's state, the model."""
+
+    record_id: str | None
+    state: str | None
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
 class StateCount:
     scope: Scope
     state: str
@@ -68,6 +77,7 @@ class OperationsTx(Protocol):
     def body_owners(self, scope: Scope) -> set[str]: ...
     def index_entries(self, scope: Scope) -> list[IndexEntry]: ...
     def index_row_count(self) -> int: ...
+    def vector_entries(self, scope: Scope) -> list[VectorEntry]: ...
     def index_integrity_ok(self) -> bool:
         """The full-text index's own consistency check; needs a write transaction."""
         ...

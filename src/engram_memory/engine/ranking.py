@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 __all__ = [
     "CHANNEL_WEIGHTS",
+    "DATE_BOOST",
     "FIELDS",
     "FIELD_WEIGHTS",
     "FORMULA_REF",
@@ -32,6 +33,7 @@ __all__ = [
     "frequent_terms",
     "hybrid_formula",
     "idf",
+    "lexical_formula",
     "rank",
     "recency",
     "rrf",
@@ -52,6 +54,8 @@ RRF_K = 60
 CHANNEL_WEIGHTS: tuple[float, ...] = (1.0, 0.5)  # (lexical, semantic): tuned on the LoCoMo dev set
 # A memory whose subject (first primary token) the query names gets its fused score times 1 + this.
 SUBJECT_BOOST = 0.3
+# A memory whose event time falls on a date the query names (engine/timeref.py); tuned on the LoCoMo dev set.
+DATE_BOOST = 1.0
 LEXICAL_SUBJECT_BOOST = 1.0  # the same boost when the lexical channel ranks alone
 # A query term in at least this share of the scope's memories (given enough of them) is "frequent".
 FREQUENT_SHARE = 0.3
@@ -197,12 +201,25 @@ def frequent_terms(terms: Sequence[str], df: Mapping[str, int], doc_count: int) 
     return frozenset(term for term in terms if df.get(term, 0) >= FREQUENT_SHARE * doc_count)
 
 
-def hybrid_formula(model_id: str) -> str:
-    """The hybrid profile's formula: fusion, its channels, the subject boost and the recency blend."""
-    lexical = FORMULA_REF.split(")*(", 1)[0] + ")"
-    weights = ",".join(_num(w) for w in CHANNEL_WEIGHTS)
-    recency_term = FORMULA_REF.split(")*(", 1)[1]
+def _frequent() -> str:
+    return f"[frequent>={_num(FREQUENT_SHARE)}*docs>={FREQUENT_MIN_DOCS}]"
+
+
+def lexical_formula() -> str:
+    """The lexical profile's formula: BM25F over the telling terms, the subject and date boosts, recency."""
+    bm25f_term, recency_term = FORMULA_REF.split(")*(", 1)
     return (
-        f"rrf(k={RRF_K},weights=[{weights}];{lexical}[frequent>={_num(FREQUENT_SHARE)}];cosine({model_id}))"
-        f"*subject(1+{_num(SUBJECT_BOOST)})*({recency_term}"
+        f"{bm25f_term}){_frequent()}*subject(1+{_num(LEXICAL_SUBJECT_BOOST)})*date(1+{_num(DATE_BOOST)})"
+        f"*({recency_term}"
+    )
+
+
+def hybrid_formula(model_id: str, context_weight: float) -> str:
+    """The hybrid profile's formula: fusion of its channels, the subject and date boosts, recency."""
+    bm25f_term, recency_term = FORMULA_REF.split(")*(", 1)
+    weights = ",".join(_num(w) for w in CHANNEL_WEIGHTS)
+    return (
+        f"rrf(k={RRF_K},weights=[{weights}];{bm25f_term}){_frequent()};"
+        f"cosine({model_id},primary+{_num(context_weight)}*context))"
+        f"*subject(1+{_num(SUBJECT_BOOST)})*date(1+{_num(DATE_BOOST)})*({recency_term}"
     )

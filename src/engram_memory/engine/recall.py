@@ -7,7 +7,7 @@ as-of), so page two recomputes page one's order exactly; a cursor from any other
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engram_memory.contract.canonical import (
@@ -35,8 +35,8 @@ from engram_memory.engine.ports import IndexedDoc, RecordRow, StoreTx
 from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest
 from engram_memory.engine.ranking import (
     CHANNEL_WEIGHTS,
+    DATE_BOOST,
     FIELDS,
-    FORMULA_REF,
     LEXICAL_SUBJECT_BOOST,
     SUBJECT_BOOST,
     CorpusStats,
@@ -45,18 +45,28 @@ from engram_memory.engine.ranking import (
     blend,
     frequent_terms,
     hybrid_formula,
+    lexical_formula,
     rank,
     recency,
     rrf,
 )
 from engram_memory.engine.receipts import authorization_receipt_digest
-from engram_memory.engine.semantic import SEMANTIC_POOL, VectorCache, semantic_query
+from engram_memory.engine.semantic import (
+    CONTEXT_WEIGHT,
+    SEMANTIC_POOL,
+    CatchUp,
+    Embedded,
+    VectorCache,
+    semantic_query,
+    to_bytes,
+)
 from engram_memory.engine.text import query_terms
+from engram_memory.engine.timeref import DateWindow, named_windows, without_dates
 
 PROFILE = "lexical-bm25f"
-PROFILE_VERSION = 1
+PROFILE_VERSION = 2  # 2: the date boost
 HYBRID_PROFILE = "hybrid-rrf"
-HYBRID_PROFILE_VERSION = 1
+HYBRID_PROFILE_VERSION = 2  # 2: the date boost, context lines embedded one by one
 CANDIDATE_POOL = 1000
 DEFAULT_LIMIT = 10
 DEFAULT_PACKET_BYTES = 65_536
@@ -110,6 +120,7 @@ class _Ranking:
 
     ranked: list[Scored]
     channels: list[dict[str, Any]]
+    embedded: list[Embedded] = field(default_factory=list)  # vectors the search had to compute (to keep)
 
 
 def _lexical_receipt(deps: Deps, generation: int, terms: Sequence[str], pooled: int) -> dict[str, Any]:
@@ -122,36 +133,46 @@ def _lexical_receipt(deps: Deps, generation: int, terms: Sequence[str], pooled: 
     }
 
 
-def _focus(tx: StoreTx, call: Call, query: str) -> tuple[list[str], list[str], frozenset[str]]:
-    """The query's terms, the terms that rank lexically, and the frequent ones (see _hybrid)."""
+@dataclass(frozen=True, slots=True)
+class _Focus:
+    terms: list[str]
+    lexical_terms: list[str]
+    frequent: frozenset[str]
+    doc_count: int
+
+
+def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
+    """The query's terms, the terms that rank lexically, the frequent ones (see _hybrid), and how many
+    memories the scope has."""
     terms = query_terms(query)
     doc_count = tx.index_stats(call.scope).doc_count
     frequent = frequent_terms(terms, tx.term_doc_counts(call.scope, terms), doc_count)
-    return terms, [term for term in terms if term not in frequent] or list(terms), frequent
+    return _Focus(terms, [term for term in terms if term not in frequent] or list(terms), frequent, doc_count)
 
 
 def _subject_boosted(scored: float, subject: str, terms: Sequence[str], boost: float) -> float:
     return scored * (1.0 + boost) if subject and subject in terms else scored
 
 
+def _date_boosted(scored: float, at_ms: int, windows: Sequence[DateWindow]) -> float:
+    """Memories whose event time falls on a date the query names (see timeref)."""
+    return scored * (1.0 + DATE_BOOST) if any(window.holds(at_ms) for window in windows) else scored
+
+
 def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int) -> _Ranking:
     """BM25F over the query's telling terms, the subject boost, then recency (as in _hybrid, without a model)."""
-    terms, lexical_terms, _ = _focus(tx, call, query)
+    focus = _focus(tx, call, query)
+    terms, lexical_terms = focus.terms, focus.lexical_terms
     relevance, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False)
     subjects = {doc.record_id: next(iter(doc.fields["primary"].split()), "") for doc in docs}
-    ages = {doc.record_id: valid_at_ms - doc.valid_from_ms for doc in docs}
-    ranked = [
-        Scored(
-            s.doc_id,
-            round(
-                blend(
-                    _subject_boosted(s.score, subjects[s.doc_id], terms, LEXICAL_SUBJECT_BOOST), recency(ages[s.doc_id])
-                ),
-                9,
-            ),
+    at = {doc.record_id: doc.valid_from_ms for doc in docs}
+    windows = named_windows(query)
+    ranked = []
+    for s in relevance:
+        boosted = _date_boosted(
+            _subject_boosted(s.score, subjects[s.doc_id], terms, LEXICAL_SUBJECT_BOOST), at[s.doc_id], windows
         )
-        for s in relevance
-    ]
+        ranked.append(Scored(s.doc_id, round(blend(boosted, recency(valid_at_ms - at[s.doc_id])), 9)))
     ranked.sort(key=lambda s: (-s.score, s.doc_id))
     return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs))])
 
@@ -166,20 +187,29 @@ def _hybrid(
     terms (unless nothing else is left) and of the text the model embeds, and serve instead to boost the
     memories whose subject they are.
     """
-    terms, lexical_terms, frequent = _focus(tx, call, query)
+    focus = _focus(tx, call, query)
+    terms, lexical_terms, frequent = focus.terms, focus.lexical_terms, focus.frequent
     lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False)
-    vector = cache.embedder.embed([semantic_query(query, frequent)])[0]
-    nearest, eligible = cache.nearest(tx, call.scope, generation, vector, valid_at_ms=valid_at_ms, limit=SEMANTIC_POOL)
+    windows = named_windows(query)
+    vector = cache.embedder.embed([semantic_query(without_dates(query), frequent)])[0]
+    catch_up = CatchUp(
+        expected=focus.doc_count,
+        payload_of=lambda record_id: read_payload(deps, tx, call.scope, record_id, "record"),
+    )
+    found = cache.nearest(
+        tx, call.scope, generation, vector, valid_at_ms=valid_at_ms, limit=SEMANTIC_POOL, catch_up=catch_up
+    )
+    nearest, eligible = found.neighbours, found.eligible
     fused = rrf([[s.doc_id for s in lexical], [n.record_id for n in nearest]], weights=CHANNEL_WEIGHTS)
-    ages = {doc.record_id: valid_at_ms - doc.valid_from_ms for doc in docs}
+    at = {doc.record_id: doc.valid_from_ms for doc in docs}
     subjects = {doc.record_id: next(iter(doc.fields["primary"].split()), "") for doc in docs}
     for neighbour in nearest:
-        ages.setdefault(neighbour.record_id, valid_at_ms - neighbour.valid_from_ms)
+        at.setdefault(neighbour.record_id, neighbour.valid_from_ms)
         subjects.setdefault(neighbour.record_id, neighbour.subject)
     ranked = []
     for doc_id, score in fused.items():
-        relevance = _subject_boosted(score, subjects[doc_id], terms, SUBJECT_BOOST)
-        ranked.append(Scored(doc_id, round(blend(relevance, recency(ages[doc_id])), 9)))
+        relevance = _date_boosted(_subject_boosted(score, subjects[doc_id], terms, SUBJECT_BOOST), at[doc_id], windows)
+        ranked.append(Scored(doc_id, round(blend(relevance, recency(valid_at_ms - at[doc_id])), 9)))
     ranked.sort(key=lambda s: (-s.score, s.doc_id))
     embedder = cache.embedder
     semantic = {
@@ -193,7 +223,23 @@ def _hybrid(
         "pooled": len(nearest),
         "frequent_terms": len(frequent),
     }
-    return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs)), semantic])
+    return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs)), semantic], found.embedded)
+
+
+def _keep(deps: Deps, call: Call, embedded: list[Embedded]) -> None:
+    """Writes the vectors a search computed, so the next search finds them stored."""
+    if deps.indexer is not None:
+        deps.indexer.write(call.scope, embedded)
+        return
+    if deps.semantic is None:
+        return
+    model = deps.semantic.embedder.model_id
+    try:
+        with deps.store.write(synced=False) as tx:
+            for item in embedded:
+                tx.put_vector(call.scope, item.record_id, model, to_bytes(item.vector), item.subject)
+    except ContractError:
+        pass  # derived data: the next search embeds them again
 
 
 def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -207,9 +253,9 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         # No embedding model is installed: say so rather than answer lexically.
         raise ContractError(ErrorCode.RANKING_UNAVAILABLE)
     profile, profile_version, formula = (
-        (PROFILE, PROFILE_VERSION, FORMULA_REF)
+        (PROFILE, PROFILE_VERSION, lexical_formula())
         if cache is None
-        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cache.embedder.model_id))
+        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cache.embedder.model_id, CONTEXT_WEIGHT))
     )
     limit = arguments.get("limit", DEFAULT_LIMIT)
     budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)
@@ -229,6 +275,8 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
             "params": params,
         },
     )
+    if deps.indexer is not None:
+        deps.indexer.settle()
     with deps.store.read() as tx:
         head = tx.head(call.scope) or journal.initial_head(call.scope)
         offset, valid_as_of, system_as_of = 0, call.now_ms, call.now_ms
@@ -273,6 +321,8 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
                 break
             packets.append(packet)
             used += size
+    if ranking.embedded:
+        _keep(deps, call, ranking.embedded)
     receipt: dict[str, Any] = {
         "request_digest": request_digest,
         "profile": profile,

@@ -164,6 +164,19 @@ class StoredVector:
 
 
 @dataclass(frozen=True, slots=True)
+class UnembeddedRecord:
+    """An accepted_current record with no embedding by the current model yet (see VectorCache)."""
+
+    record_id: str
+    valid_from_ms: int
+    valid_to_ms: int | None
+    expires_at_ms: int | None
+
+    def with_vector(self, vector: bytes, subject: str) -> StoredVector:
+        return StoredVector(self.record_id, vector, subject, self.valid_from_ms, self.valid_to_ms, self.expires_at_ms)
+
+
+@dataclass(frozen=True, slots=True)
 class IndexedDoc:
     """One accepted_current record as the lexical index holds it: space-joined tokens per field."""
 

@@ -54,6 +54,8 @@ class VerifyReport:
     bodies: int = 0
     opened: int = 0
     indexed: int = 0
+    embedded: int = 0
+    unembedded: int = 0  # accepted_current records still waiting for a vector by the current model
 
     @property
     def ok(self) -> bool:
@@ -153,6 +155,8 @@ def _verify_scope(deps: Deps, scope: Scope, report: VerifyReport, with_bodies: s
                 fields = _open_bodies(deps, tx, scope, live, bodies, report, suspects)
                 step = (ErrorCode.PROJECTION_STALE, "the lexical index")
                 _check_index(tx, checks, records, fields, report)
+                step = (ErrorCode.PROJECTION_STALE, "the semantic index")
+                _check_vectors(deps, tx, scope, checks, records, report)
     except ContractError as exc:
         report.problems.append(_unreadable(step[0], scope, step[1], exc))
     except Exception as exc:  # a row damaged past what the store's types allow: named, not raised
@@ -427,6 +431,31 @@ def _check_index(
         checks.add("index", ErrorCode.PROJECTION_STALE, "index statistics", detail)
 
 
+def _check_vectors(
+    deps: Deps, tx: StoreTx, scope: Scope, checks: _Checks, records: Mapping[str, str], report: VerifyReport
+) -> None:
+    """Vectors exist only for accepted_current records. A current record without one by this process's
+    model is not a fault (the indexer may not have caught up, or the model changed): the next search of
+    the scope embeds it, and the report says how many wait."""
+    name = _name(scope)
+    entries = tx.vector_entries(scope)
+    report.embedded += len(entries)
+    for entry in entries:
+        if entry.record_id is None:
+            detail = f"a vector in {name} belongs to no record of the scope"
+        elif entry.state != _CURRENT:
+            detail = f"record {entry.record_id} in {name} has a vector but is {entry.state}"
+        else:
+            continue
+        checks.add("vectors", ErrorCode.PROJECTION_STALE, entry.record_id or "vector", detail)
+    if deps.semantic is None:
+        return
+    model = deps.semantic.embedder.model_id
+    current = {record_id for record_id, state in records.items() if state == _CURRENT}
+    embedded = {entry.record_id for entry in entries if entry.model == model}
+    report.unembedded += len(current - embedded)
+
+
 def _verify_index_totals(deps: Deps, report: VerifyReport) -> None:
     """Rows under no scope's token are invisible per scope: the totals of one snapshot catch them."""
     try:
@@ -471,6 +500,8 @@ def problems_json(report: VerifyReport) -> dict[str, Any]:
         "bodies": report.bodies,
         "opened": report.opened,
         "indexed": report.indexed,
+        "embedded": report.embedded,
+        "unembedded": report.unembedded,
         "problems": [
             {
                 "code": problem.code.value,

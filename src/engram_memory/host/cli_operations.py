@@ -81,11 +81,13 @@ def verify(
 def _print_report(report: VerifyReport) -> None:
     mode = "full" if report.full else "quick"
     opened = f", {report.opened} opened" if report.full else ""
-    indexed = f", {report.indexed} index rows" if report.full else ""
+    indexed = f", {report.indexed} index rows, {report.embedded} vectors" if report.full else ""
     say(
         f"{mode} check of {report.scopes} scope(s): {report.events} journal events, "
         f"{report.bodies} sealed bodies{opened}{indexed}"
     )
+    if report.unembedded:
+        say(f"note: {report.unembedded} current memories wait for a vector; the next search of their scope embeds them")
     for warning in report.warnings:
         say(f"warning: {warning}")
     if report.ok:

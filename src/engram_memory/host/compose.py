@@ -21,6 +21,7 @@ from engram_memory.embeddings.loader import EmbedderUnavailable, load_embedder
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.indexer import VectorIndexer
 from engram_memory.engine.ports import Store
 from engram_memory.engine.semantic import VectorCache
 from engram_memory.host import postgres_home
@@ -320,7 +321,10 @@ def open_engine(paths: HostPaths, *, runtime: bool = False, semantic: bool | Non
     except BaseException:
         store.close()
         raise
+    indexer: VectorIndexer | None = None
     try:
+        cache = None if semantic is False else vector_cache()
+        indexer = None if cache is None else VectorIndexer(store, cache)
         deps = Deps(
             store=store,
             keyring=keyring,
@@ -329,10 +333,13 @@ def open_engine(paths: HostPaths, *, runtime: bool = False, semantic: bool | Non
             clock=SystemClock(),
             cursor_key=macs.cursor,
             audit_key=macs.audit,
-            semantic=None if semantic is False else vector_cache(),
+            semantic=cache,
+            indexer=indexer,
         )
         yield Engine(deps)
     finally:
+        if indexer is not None:
+            indexer.close()
         vault.close()
         store.close()
 

@@ -25,7 +25,7 @@ from engram_memory.engine.mutation import append_event_as, host_actor
 from engram_memory.engine.ports import Clock, JournalEvent, KeyRing, KeyVault, Scope
 from engram_memory.engine.projection import index_fields
 from engram_memory.engine.sealing import open_sealed
-from engram_memory.engine.semantic import VectorCache, memory_vector, subject_of, to_bytes
+from engram_memory.engine.semantic import VectorCache, embed_record, to_bytes
 from engram_memory.host.archive import ArchiveInvalid, open_archive
 from engram_memory.host.backup import (
     CHECKED_SECTIONS,
@@ -273,8 +273,8 @@ def _rebuild_index(work: SQLiteStore, keyring: KeyRing, vault: KeyVault, semanti
         if semantic is not None:
             model = semantic.embedder.model_id
             for scope, record_id, payload in current:
-                vector = memory_vector(semantic.embedder, payload)
-                tx.put_vector(scope, record_id, model, to_bytes(vector), subject_of(payload))
+                embedded = embed_record(semantic, scope, record_id, payload)
+                tx.put_vector(scope, record_id, model, to_bytes(embedded.vector), embedded.subject)
     if unopened:
         raise BackupRefused(
             f"RESTORE_REFUSED: BLOB_MISSING: {len(unopened)} bodies do not open with this home's keys and were"

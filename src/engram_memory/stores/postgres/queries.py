@@ -83,6 +83,10 @@ class PostgresTx(SqlTx):
         """The transaction's connection, for the host's whole-store snapshot (stores/postgres/snapshot.py)."""
         return self._db
 
+    def relax_commit(self) -> None:
+        """This transaction's commit returns before its WAL is flushed (Store.write(synced=False))."""
+        self._db.execute("SET LOCAL synchronous_commit TO OFF")
+
     # -- the dialect -------------------------------------------------------------------------------
     def _enter_tenant(self, tenant: str) -> None:
         if tenant != self._tenant:

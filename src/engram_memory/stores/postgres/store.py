@@ -118,10 +118,12 @@ class PostgresStore:
             raise
 
     @contextmanager
-    def write(self) -> Iterator[PostgresTx]:
+    def write(self, *, synced: bool = True) -> Iterator[PostgresTx]:
         connection = self._checkout()
         try:
             with self._transaction(connection, "BEGIN ISOLATION LEVEL READ COMMITTED", writer=True) as tx:
+                if not synced:
+                    tx.relax_commit()
                 yield tx
             try:
                 connection.execute("COMMIT")

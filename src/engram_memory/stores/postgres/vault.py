@@ -119,6 +119,18 @@ class PostgresKeyVault:
             self.checkpoint()
         return left is not None and int(left[0]) == 0
 
+    def retire(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        """Idempotent. Left to autovacuum: the plaintext these keys opened lives on under another key."""
+        if not owner_ids:
+            return True
+        try:
+            with self._tx() as db:
+                left = db.execute("SELECT engram_destroy_data_keys(?, ?)", (list(owner_ids), at_ms)).fetchone()
+        except ContractError:
+            logger.error("data keys could not be destroyed yet; they will be swept later")
+            return False
+        return left is not None and int(left[0]) == 0
+
     def shredded(self, owner_ids: Sequence[str]) -> set[str]:
         # Host path (restore): ids only, across tenants.
         with self._tx() as db:

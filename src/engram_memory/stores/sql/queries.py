@@ -25,6 +25,7 @@ from engram_memory.engine.ports import (
     ScopeHead,
     SealedBody,
     StoredVector,
+    UnembeddedRecord,
 )
 from engram_memory.engine.ranking import FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
@@ -259,14 +260,34 @@ class SqlTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
         return ended
 
     # -- semantic index: plain rows in both stores ----------------------------------------------
-    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> None:
-        rid = self._rid(scope, record_id)
-        if rid is None:
-            raise StoreInvariantError("embedding a record that does not exist")
+    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> bool:
+        self._enter_tenant(scope.tenant)
+        current = (record_id, scope.tenant, scope.workspace)
+        # Another model's vector gives way; this model's first vector stays (both are the same floats).
         self._db.execute(
-            "INSERT INTO record_vectors (rid, tenant, workspace, model, vector, subject) VALUES (?, ?, ?, ?, ?, ?)",
-            (rid, scope.tenant, scope.workspace, model, vector, subject),
+            "DELETE FROM record_vectors WHERE model <> ? AND rid = (SELECT rid FROM records"
+            " WHERE record_id = ? AND tenant = ? AND workspace = ?)",
+            (model, *current),
         )
+        cursor = self._db.execute(
+            "INSERT INTO record_vectors (rid, tenant, workspace, model, vector, subject)"
+            " SELECT rid, tenant, workspace, ?, ?, ? FROM records"
+            " WHERE record_id = ? AND tenant = ? AND workspace = ? AND state = 'accepted_current'"
+            " ON CONFLICT (rid) DO NOTHING",
+            (model, vector, subject, *current),
+        )
+        return bool(cursor.rowcount)
+
+    def records_without_vector(self, scope: Scope, model: str) -> list[UnembeddedRecord]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            "SELECT r.record_id, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms FROM records AS r"
+            " LEFT JOIN record_vectors AS v ON v.rid = r.rid AND v.model = ?"
+            " WHERE r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current' AND v.rid IS NULL"
+            " ORDER BY r.rid",
+            (model, scope.tenant, scope.workspace),
+        ).fetchall()
+        return [UnembeddedRecord(row[0], row[1], row[2], row[3]) for row in rows]
 
     def vectors(self, scope: Scope, model: str) -> list[StoredVector]:
         self._enter_tenant(scope.tenant)

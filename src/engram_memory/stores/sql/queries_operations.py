@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from engram_memory.engine.ports_operations import CandidateStateRow, RawJournalRow, StateCount
+from engram_memory.engine.ports_operations import CandidateStateRow, RawJournalRow, StateCount, VectorEntry
 from engram_memory.engine.rows import AuditRow, Scope
 from engram_memory.stores.sql.base import SqlBase
 
@@ -18,6 +18,16 @@ class OperationsQueries(SqlBase):
     """Host-path statements; each names its scope, or says why it spans scopes."""
 
     # -- verification ----------------------------------------------------------------------
+    def vector_entries(self, scope: Scope) -> list[VectorEntry]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            "SELECT r.record_id, r.state, v.model FROM record_vectors AS v"
+            " LEFT JOIN records AS r ON r.rid = v.rid AND r.tenant = v.tenant AND r.workspace = v.workspace"
+            " WHERE v.tenant = ? AND v.workspace = ? ORDER BY v.rid",
+            (scope.tenant, scope.workspace),
+        ).fetchall()
+        return [VectorEntry(row[0], row[1], str(row[2])) for row in rows]
+
     def scope_names(self) -> list[tuple[bytes, bytes]]:
         # Spans scopes on purpose: the verifier must find every scope any table names, even one
         # whose journal or head row is missing.

