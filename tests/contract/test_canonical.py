@@ -136,3 +136,16 @@ def test_canonical_json_escapes_controls_like_the_reference_library() -> None:
     value = {"k": text, "\u00e9": [text], "z\ue000": 1, "z\U00010000": 2}
     assert canonical_json(value) == bytes(rfc8785.dumps(value))
     assert canonical_json({"k": text}) == bytes(rfc8785.dumps({"k": text}))
+
+
+@given(st.floats(min_value=-1e17, max_value=1e17, allow_nan=False).filter(lambda f: f != 0.0 or str(f) == "0.0"))
+def test_canonical_json_prints_every_float_like_the_reference_library(number: float) -> None:
+    derived = [x for x in (number, round(number, 9), number / 7) if x != 0.0 or str(x) == "0.0"]  # no -0
+    value = {"score": derived[0], "scores": derived}
+    assert canonical_json(value) == bytes(rfc8785.dumps(value))
+
+
+def test_canonical_json_prints_floats_at_the_plain_notation_bounds_like_the_reference_library() -> None:
+    edges = [1e-4, 9.999e-5, 0.00015, 1e15 + 0.5, 9999999999999998.0, 1e16, 1e21, 5.0, 0.1, 123.456, 2.5e-7]
+    for number in edges + [-x for x in edges]:
+        assert canonical_json([number]) == bytes(rfc8785.dumps([number])), number

@@ -24,12 +24,14 @@ class CanonicalError(ValueError):
     """A value that has no canonical form: non-NFC text, -0, NaN, unsafe integers, non-JSON types."""
 
 
-# Python's encoder writes RFC 8785 bytes for every value without a float (ES6 number printing differs)
-# and without a key beyond U+D7FF (RFC 8785 sorts keys by UTF-16 code units, Python by code points;
-# the orders agree below the surrogates). Same escapes: the two-letter ones, \u00xx for the other
-# controls, everything else literal.
+# Python's encoder writes RFC 8785 bytes for every value whose floats print alike in both (a fraction
+# with a decimal exponent from -4 to 15: the same shortest round-trip digits, in plain notation; ES6
+# prints 5.0 as "5" and 1e-7 with an exponent where Python differs) and whose keys stay below U+D800
+# (RFC 8785 sorts keys by UTF-16 code units, Python by code points; the orders agree there). Same
+# escapes: the two-letter ones, \u00xx for the other controls, everything else literal.
 _FAST_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
 _LAST_SAFE_KEY_CHAR = "\ud7ff"
+_PLAIN_LOW, _PLAIN_HIGH = 1e-4, 1e16
 
 
 def _check(value: Any) -> bool:
@@ -68,7 +70,7 @@ def _check_number(value: int | float) -> bool:
         raise CanonicalError("non-finite number")
     if value == 0.0 and math.copysign(1.0, value) < 0:
         raise CanonicalError("negative zero")
-    return False
+    return _PLAIN_LOW <= abs(value) < _PLAIN_HIGH and not value.is_integer()
 
 
 def _check_text(text: str) -> None:

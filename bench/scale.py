@@ -1,0 +1,392 @@
+"""Speed at scale: ingest, search, get, the store's own full-text floor, memory and disk, in process and
+over MCP stdio.
+
+Run on demand (not part of `make test`):
+
+    .venv/bin/python bench/scale.py --records N [--workspaces W] [--store sqlite|postgresql://…] [--json]
+
+The corpus is synthetic but shaped like real notes: sentences of the LoCoMo turns in `--corpus`
+(default ../shared/data/locomo-dev) are cut into clauses and recombined with a fixed seed, with names,
+numbers and lengths varied, so term frequencies and lengths follow conversation text without copying
+it. Every record is captured and admitted through the engine, spread round-robin over W workspaces.
+Then, each as p50/p95/p99 over `--ops` operations (at least 1,000): capture+admission and search over
+MCP stdio through the SDK's client and a real `engram-memory serve`; search and get in process; and
+the floor, the same top-10 full-text query issued straight to the store (FTS5 `bm25()`, or
+`ts_rank` over the tsvector column) on the same data. Peak RSS is this process's (the engine's);
+database size is the store's files (or the PostgreSQL database). Results: docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import resource
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engram_memory.engine.ports import Scope
+from engram_memory.engine.text import query_terms
+from engram_memory.host.compose import init_home, open_engine, store_settings
+from engram_memory.host.settings import HostPaths
+from harness import bench_binding, value_of
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "locomo-dev"
+PURPOSE = "purpose:scale"
+TENANT = "scale"
+SEED = 20_261_130
+NAMES = [
+    "Ava", "Ben", "Chloe", "Dmitri", "Elif", "Farah", "Goran", "Hana", "Ines", "Jonas", "Kemal", "Lena",
+    "Mateo", "Noor", "Oskar", "Priya", "Quinn", "Rosa", "Sami", "Tomas", "Uma", "Vera", "Wen", "Yusuf",
+]  # fmt: skip
+_CLAUSE = re.compile(r"[^.!?;,]+[.!?;,]?")
+_WORD = re.compile(r"[A-Za-z][A-Za-z']+")
+
+
+# -- the corpus -------------------------------------------------------------------------------------
+
+
+def _clauses(corpus: Path) -> list[str]:
+    """Clauses of every turn in the folder's LoCoMo files: the raw material, never used whole."""
+    found: list[str] = []
+    for path in sorted(corpus.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for key, turns in data.items():
+            if not key.startswith("session_") or not isinstance(turns, list):
+                continue
+            for turn in turns:
+                text = unicodedata.normalize("NFC", str(turn.get("text", "")))
+                found.extend(c.strip() for c in _CLAUSE.findall(text) if len(c.split()) >= 3)
+    if not found:
+        raise SystemExit(f"no LoCoMo turns in {corpus}")
+    return found
+
+
+class Corpus:
+    """Deterministic notes: 1-3 clauses each, a subject, now and then a number or a swapped word."""
+
+    def __init__(self, corpus: Path, seed: int = SEED) -> None:
+        self._clauses = _clauses(corpus)
+        self._vocabulary = sorted({w.lower() for c in self._clauses for w in _WORD.findall(c) if len(w) > 3})
+        self._random = random.Random(seed)
+
+    def note(self) -> str:
+        pick = self._random
+        parts = [pick.choice(self._clauses) for _ in range(pick.choice((1, 1, 2, 2, 2, 3)))]
+        words = " ".join(parts).split()
+        for _ in range(pick.randint(0, 3)):  # vary the wording so notes do not repeat
+            words[pick.randrange(len(words))] = pick.choice(self._vocabulary)
+        if pick.random() < 0.3:
+            words.insert(pick.randrange(len(words) + 1), str(pick.randint(2, 9_999)))
+        return f"{pick.choice(NAMES)}: {' '.join(words)}"
+
+    def query(self, note: str) -> str:
+        """Two to four words of a stored note: what an agent asking about it might type."""
+        words = [w for w in _WORD.findall(note) if len(w) > 3]
+        pick = self._random
+        return " ".join(pick.sample(words, min(len(words), pick.randint(2, 4)))) or note
+
+
+# -- measuring ----------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def timed(action: Callable[..., Any], *arguments: Any) -> float:
+    started = time.perf_counter()
+    action(*arguments)
+    return (time.perf_counter() - started) * 1000
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def capture_arguments(text: str, key: str, at_ms: int) -> dict[str, Any]:
+    digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    payload = {
+        "schema_version": 2,
+        "purpose_ref": PURPOSE,
+        "valid_time": {"t": at_ms},
+        "components": [{"component_id": "note", "kind": "evidence", "text": text, "citation_ids": ["src"]}],
+        "primary_component_id": "note",
+        "primary_event": {"at": at_ms, "type_ref": "event:noted", "citation_id": "src"},
+        "citations": [
+            {
+                "citation_id": "src",
+                "source_ref": "notes:scale",
+                "locator": {"scheme": "document", "value": key},
+                "content_digest": digest,
+            }
+        ],
+    }
+    evidence = {"evidence_ref": "evidence:scale", "evidence_digest": digest, "citation_ids": ["src"]}
+    return {"idempotency_key": key, "payload": payload, "evidence": evidence}
+
+
+@dataclass
+class Stored:
+    """What ingest kept for the measurements: record ids and the note of each, per workspace."""
+
+    ids: dict[str, list[str]]
+    notes: dict[str, list[str]]
+
+
+# -- the floor ----------------------------------------------------------------------------------------
+
+
+@contextmanager
+def floor_query(paths: HostPaths) -> Iterator[Callable[[Scope, str], int]]:
+    """The store's own top-10 full-text query for a search's terms in its scope (no engine around it)."""
+    settings = store_settings(paths)
+    if settings.is_postgres:
+        import psycopg
+
+        from engram_memory.stores.postgres.queries import _RANK_WEIGHTS, any_term_query, in_scope_query
+
+        with psycopg.connect(settings.store, autocommit=True) as connection:
+
+            def pg(scope: Scope, query: str) -> int:
+                terms = query_terms(query)
+                rows = connection.execute(
+                    "SELECT rid FROM lexical_index WHERE tsv @@ %s::tsquery AND tenant = %s AND workspace = %s"
+                    f" ORDER BY ts_rank('{_RANK_WEIGHTS}', tsv, %s::tsquery) DESC LIMIT 10",
+                    (in_scope_query(scope, terms), scope.tenant, scope.workspace, any_term_query(terms)),
+                ).fetchall()
+                return len(rows)
+
+            yield pg
+        return
+    from engram_memory.stores.sqlite.queries import _BM25_WEIGHTS, _match_expression
+
+    connection = sqlite3.connect(f"file:{paths.sqlite_file}?mode=ro", uri=True)
+    try:
+
+        def lite(scope: Scope, query: str) -> int:
+            rows = connection.execute(
+                "SELECT rowid FROM lexical_index WHERE lexical_index MATCH ?"
+                f" ORDER BY bm25(lexical_index, {_BM25_WEIGHTS}) LIMIT 10",
+                (_match_expression(scope, query_terms(query)),),
+            ).fetchall()
+            return len(rows)
+
+        yield lite
+    finally:
+        connection.close()
+
+
+def db_mb(paths: HostPaths) -> float:
+    settings = store_settings(paths)
+    if settings.is_postgres:
+        import psycopg
+
+        with psycopg.connect(settings.store, autocommit=True) as connection:
+            row = connection.execute("SELECT pg_database_size(current_database())").fetchone()
+        return round(int(row[0]) / 2**20, 1) if row else 0.0
+    files = [paths.sqlite_file, *paths.sqlite_file.parent.glob(paths.sqlite_file.name + "-*")]
+    return round(sum(f.stat().st_size for f in files if f.exists()) / 2**20, 1)
+
+
+# -- the run ------------------------------------------------------------------------------------------
+
+
+def ingest(paths: HostPaths, corpus: Corpus, records: int, workspaces: int, semantic: bool) -> tuple[Stored, float]:
+    stored = Stored(ids={}, notes={})
+    names = [f"workspace-{n + 1:04d}" for n in range(workspaces)]
+    at_ms = 1_700_000_000_000
+    with open_engine(paths, semantic=semantic) as engine:
+        bindings = {name: bench_binding(paths, tenant=TENANT, workspace=name, purpose=PURPOSE) for name in names}
+        started = time.perf_counter()
+        for n in range(records):
+            name = names[n % workspaces]
+            note = corpus.note()
+            captured = value_of(
+                engine,
+                bindings[name],
+                "engram_memory_capture",
+                capture_arguments(note, f"scale-capture-{n:09d}", at_ms + n),
+            )
+            admit = {"candidate_id": captured["candidate_id"], "idempotency_key": f"scale-admit-{n:09d}"}
+            outcome = value_of(engine, bindings[name], "engram_memory_request_admission", admit)["outcome"]
+            if outcome["status"] == "accepted":
+                stored.ids.setdefault(name, []).append(outcome["record_id"])
+                stored.notes.setdefault(name, []).append(note)
+            if n and n % 10_000 == 0:
+                rate = n / (time.perf_counter() - started)
+                print(f"  ingested {n:,} ({rate:,.0f}/s)", file=sys.stderr, flush=True)
+        if engine.deps.indexer is not None:
+            engine.deps.indexer.settle()
+        return stored, time.perf_counter() - started
+
+
+def in_process(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, semantic: bool) -> dict[str, list[float]]:
+    names = sorted(stored.ids)
+    pick = random.Random(SEED + 1)
+    queries = []
+    for _ in range(ops):
+        name = pick.choice(names)
+        queries.append((name, corpus.query(pick.choice(stored.notes[name]))))
+    lookups = [(name, pick.choice(stored.ids[name])) for name in (pick.choice(names) for _ in range(ops))]
+    searches: list[float] = []
+    gets: list[float] = []
+    floors: list[float] = []
+    with open_engine(paths, semantic=semantic) as engine:
+        bindings = {name: bench_binding(paths, tenant=TENANT, workspace=name, purpose=PURPOSE) for name in names}
+        for name, query in queries[: min(50, ops)]:  # warm: matrices, caches, the model
+            value_of(engine, bindings[name], "engram_memory_search", {"query": query, "purpose_ref": PURPOSE})
+        for name, query in queries:
+            arguments = {"query": query, "purpose_ref": PURPOSE, "limit": 10}
+            searches.append(timed(value_of, engine, bindings[name], "engram_memory_search", arguments))
+        for name, record_id in lookups:
+            arguments = {"record_id": record_id, "purpose_ref": PURPOSE}
+            gets.append(timed(value_of, engine, bindings[name], "engram_memory_get", arguments))
+    with floor_query(paths) as floor:
+        for name, query in queries[: min(50, ops)]:
+            floor(Scope(TENANT, name), query)
+        for name, query in queries:
+            floors.append(timed(floor, Scope(TENANT, name), query))
+    return {"search": searches, "get": gets, "floor": floors}
+
+
+def over_stdio(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, semantic: bool) -> dict[str, list[float]]:
+    """capture+admission and search through the SDK's client and a real `serve` process."""
+    from anyio.from_thread import start_blocking_portal
+
+    from engram_memory.contract.tools import ALL_TOOLS
+    from engram_memory.host.bindings import issue_binding
+    from engram_memory.host.keyfiles import load_signing_key
+    from mcp import Client, StdioServerParameters
+
+    name = sorted(stored.ids)[0]
+    token = issue_binding(
+        load_signing_key(paths),
+        tenant=TENANT,
+        workspace=name,
+        principal="bench",
+        agent_id="bench-agent",
+        session="bench-stdio",
+        purpose_ref=PURPOSE,
+        grants=frozenset(t.value for t in ALL_TOOLS),
+        confirm_mutations=False,
+        lifetime_s=86_400,
+        now_s=int(time.time()),
+    ).token
+    env = {"ENGRAM_BINDING": token, **({} if semantic else {"ENGRAM_EMBEDDING_MODEL": "off"})}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engram_memory", "serve", "--home", str(paths.home)], env=env
+    )
+    pick = random.Random(SEED + 2)
+    writes: list[float] = []
+    searches: list[float] = []
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(params)) as client:
+
+        def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            result = portal.call(client.call_tool, tool, arguments)
+            envelope = result.structured_content
+            if not isinstance(envelope, dict) or not envelope.get("ok"):
+                raise SystemExit(f"{tool} over stdio failed: {envelope}")
+            value: dict[str, Any] = envelope["output"]["value"]
+            return value
+
+        for n in range(ops):
+            note = corpus.note()
+
+            def write(n: int = n, note: str = note) -> None:
+                captured = call(
+                    "engram_memory_capture", capture_arguments(note, f"stdio-capture-{n:09d}", 1_800_000_000_000 + n)
+                )
+                call(
+                    "engram_memory_request_admission",
+                    {"candidate_id": captured["candidate_id"], "idempotency_key": f"stdio-admit-{n:09d}"},
+                )
+
+            writes.append(timed(write))
+        notes = stored.notes[name]
+        for _ in range(min(50, ops)):
+            call("engram_memory_search", {"query": corpus.query(pick.choice(notes)), "purpose_ref": PURPOSE})
+        for _ in range(ops):
+            arguments = {"query": corpus.query(pick.choice(notes)), "purpose_ref": PURPOSE, "limit": 10}
+            searches.append(timed(call, "engram_memory_search", arguments))
+    return {"write": writes, "search": searches}
+
+
+def run(options: argparse.Namespace) -> dict[str, Any]:
+    corpus = Corpus(options.corpus)
+    semantic = options.channels == "hybrid"
+    with tempfile.TemporaryDirectory(prefix="engram-scale-") as scratch:
+        paths = HostPaths(home=Path(scratch) / "home")
+        init_home(paths, None if options.store == "sqlite" else options.store)
+        stored, ingest_s = ingest(paths, corpus, options.records, options.workspaces, semantic)
+        rss_after_ingest = peak_rss_mb()
+        local = in_process(paths, corpus, stored, options.ops, semantic)
+        remote = over_stdio(paths, corpus, stored, options.ops, semantic) if not options.no_stdio else {}
+        size = db_mb(paths)
+    result: dict[str, Any] = {
+        "records": sum(len(ids) for ids in stored.ids.values()),
+        "workspaces": options.workspaces,
+        "store": "sqlite" if options.store == "sqlite" else "postgresql",
+        "channels": options.channels,
+        "ingest_s": round(ingest_s, 1),
+        "capture_admit_per_s": round(options.records / ingest_s, 1),
+        "mcp_capture_admit_per_s": round(1000 / statistics.fmean(remote["write"]), 1) if remote else None,
+        "mcp_capture_admit_p95_ms": round(percentile(remote["write"], 0.95), 2) if remote else None,
+    }
+    for key, values in (("search", local["search"]), ("get", local["get"]), ("floor", local["floor"])):
+        for label, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
+            result[f"{key}_{label}_ms"] = round(percentile(values, q), 2)
+    if remote:
+        for label, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
+            result[f"mcp_search_{label}_ms"] = round(percentile(remote["search"], q), 2)
+    else:
+        result["mcp_search_p95_ms"] = None
+    result["floor_ratio_p95"] = round(result["search_p95_ms"] / result["floor_p95_ms"], 2)
+    result["peak_rss_mb"] = round(max(rss_after_ingest, peak_rss_mb()), 1)
+    result["db_mb"] = size
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, required=True)
+    parser.add_argument("--workspaces", type=int, default=1)
+    parser.add_argument("--store", default="sqlite", help="sqlite, or a postgresql:// URL of an empty database")
+    parser.add_argument("--channels", choices=["lexical", "hybrid"], default="lexical")
+    parser.add_argument("--ops", type=int, default=1000, help="operations per measurement (at least 1,000)")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="a folder of LoCoMo-format files")
+    parser.add_argument("--no-stdio", action="store_true", help="skip the MCP stdio measurements")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    options = parser.parse_args(argv)
+    if options.records < 1 or options.workspaces < 1 or options.workspaces > options.records:
+        parser.error("--records must be at least 1 and at least --workspaces")
+    if options.ops < 1000:
+        parser.error("--ops must be at least 1,000")
+    if options.store != "sqlite" and not options.store.startswith("postgresql://"):
+        parser.error("--store is sqlite or a postgresql:// URL")
+    result = run(options)
+    if options.json:
+        print(json.dumps(result))
+    else:
+        width = max(len(key) for key in result)
+        print("\n".join(f"{key.ljust(width)}  {value}" for key, value in result.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())
