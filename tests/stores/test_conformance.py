@@ -188,6 +188,26 @@ def test_index_candidates_respect_state_and_the_pool_limit(store: Store) -> None
         }
 
 
+def test_index_candidates_skip_a_best_ranked_run_of_ineligible_matches(store: Store) -> None:
+    """The best-scored matches may all be not yet valid: the eligible ones behind them still come back."""
+    with store.write() as tx:
+        event(tx, SCOPE_A)
+        for number in range(60):  # twice the word: they rank first, and none is valid yet
+            tx.insert_record(record(SCOPE_A, f"mem_future_{number:02d}", valid_from_ms=AT_MS + 1000))
+            tx.index_record(SCOPE_A, f"mem_future_{number:02d}", fields(primary="alpha alpha"))
+        indexed(tx, SCOPE_A, "mem_short", primary="alpha beta")
+        indexed(tx, SCOPE_A, "mem_long", primary="alpha beta gamma delta epsilon zeta")
+        indexed(tx, SCOPE_A, "mem_longer", primary="alpha beta gamma delta epsilon zeta eta theta iota kappa")
+    with store.read() as tx:
+        valid = {"mem_short", "mem_long", "mem_longer"}
+        found = [d.record_id for d in tx.lexical_candidates(SCOPE_A, ["alpha"], valid_at_ms=AT_MS, limit=2)]
+        assert len(found) == 2 and set(found) <= valid
+        found = [d.record_id for d in tx.lexical_candidates(SCOPE_A, ["alpha"], valid_at_ms=AT_MS, limit=3)]
+        assert set(found) == valid
+        later = tx.lexical_candidates(SCOPE_A, ["alpha"], valid_at_ms=AT_MS + 1000, limit=3)
+        assert all(doc.record_id.startswith("mem_future_") for doc in later)
+
+
 def test_unindex_removes_the_entry_and_its_statistics(store: Store) -> None:
     with store.write() as tx:
         event(tx, SCOPE_A)

@@ -98,9 +98,15 @@ def _redacted_view(
 
 
 def _rank(
-    tx: StoreTx, call: Call, terms: Sequence[str], valid_at_ms: int, *, with_recency: bool = True
+    tx: StoreTx,
+    call: Call,
+    terms: Sequence[str],
+    valid_at_ms: int,
+    *,
+    with_recency: bool = True,
+    df: Mapping[str, int] | None = None,
 ) -> tuple[list[Scored], list[IndexedDoc]]:
-    """The lexical order and the candidates the index gave for it."""
+    """The lexical order and the candidates the index gave for it; `df` when the caller has it already."""
     docs = tx.lexical_candidates(call.scope, terms, valid_at_ms=valid_at_ms, limit=CANDIDATE_POOL)
     if not docs:
         return [], []
@@ -112,7 +118,8 @@ def _rank(
     )
     documents = [Document(doc_id=doc.record_id, fields={n: doc.fields[n].split() for n in FIELDS}) for doc in docs]
     ages = {doc.record_id: 0 if not with_recency else valid_at_ms - doc.valid_from_ms for doc in docs}
-    ranked = rank(terms, documents, tx.term_doc_counts(call.scope, terms), corpus, ages_ms=ages)
+    counts = df if df is not None and all(term in df for term in terms) else tx.term_doc_counts(call.scope, terms)
+    ranked = rank(terms, documents, counts, corpus, ages_ms=ages)
     return ranked, docs
 
 
@@ -141,6 +148,7 @@ class _Focus:
     lexical_terms: list[str]
     frequent: frozenset[str]
     doc_count: int
+    df: dict[str, int]  # documents of the scope holding each term
 
 
 def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
@@ -148,8 +156,9 @@ def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
     memories the scope has."""
     terms = query_terms(query)
     doc_count = tx.index_stats(call.scope).doc_count
-    frequent = frequent_terms(terms, tx.term_doc_counts(call.scope, terms), doc_count)
-    return _Focus(terms, [term for term in terms if term not in frequent] or list(terms), frequent, doc_count)
+    df = tx.term_doc_counts(call.scope, terms)
+    frequent = frequent_terms(terms, df, doc_count)
+    return _Focus(terms, [term for term in terms if term not in frequent] or list(terms), frequent, doc_count, df)
 
 
 def _subject_boosted(scored: float, subject: str, terms: Sequence[str], boost: float) -> float:
@@ -165,7 +174,7 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
     """BM25F over the query's telling terms, the subject boost, then recency (as in _hybrid, without a model)."""
     focus = _focus(tx, call, query)
     terms, lexical_terms = focus.terms, focus.lexical_terms
-    relevance, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False)
+    relevance, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
     subjects = {doc.record_id: next(iter(doc.fields["primary"].split()), "") for doc in docs}
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     windows = named_windows(query)
@@ -191,7 +200,7 @@ def _hybrid(
     """
     focus = _focus(tx, call, query)
     terms, lexical_terms, frequent = focus.terms, focus.lexical_terms, focus.frequent
-    lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False)
+    lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
     windows = named_windows(query)
     vector = cache.embedder.embed([semantic_query(without_dates(query), frequent)])[0]
     catch_up = CatchUp(

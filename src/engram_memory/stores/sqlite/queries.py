@@ -7,8 +7,10 @@ one scope, and bm25() orders the candidate pool the engine then re-scores with B
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engram_memory.engine.ports import IndexedDoc, Scope
 from engram_memory.engine.ports_operations import IndexEntry
@@ -33,6 +35,16 @@ def _phrase(term: str) -> str:
 def _match_expression(scope: Scope, terms: Sequence[str]) -> str:
     alternatives = " OR ".join(_phrase(term) for term in terms)
     return f"scope : {_phrase(scope_token(scope))} AND {_CONTENT_FILTER} : ({alternatives})"
+
+
+def _indexed_doc(row: Sequence[Any]) -> IndexedDoc:
+    """(record_id, the field texts in FIELDS order, valid_from_ms, valid_to_ms)."""
+    return IndexedDoc(
+        record_id=row[0],
+        fields=dict(zip(FIELDS, row[1 : 1 + len(FIELDS)], strict=True)),
+        valid_from_ms=row[-2],
+        valid_to_ms=row[-1],
+    )
 
 
 class SQLiteTx(SqlTx):
@@ -76,6 +88,42 @@ class SQLiteTx(SqlTx):
     ) -> list[IndexedDoc]:
         if not terms:
             return []
+        match = _match_expression(scope, terms)
+        # FTS5 ranks the scope's matches alone first (rowid and score only: the cost of the store's own
+        # top-k query); records and field texts are read for those few. Index rows are exactly the
+        # scope's accepted_current records, so only validity and expiry can drop one: when they drop so
+        # many that fewer than `limit` remain of a full batch, the whole match set is filtered instead.
+        batch = limit + 32
+        top = self._db.execute(
+            f"SELECT rowid, bm25(lexical_index, {_BM25_WEIGHTS}) FROM lexical_index"  # noqa: S608
+            " WHERE lexical_index MATCH ? ORDER BY 2 LIMIT ?",
+            (match, batch),
+        ).fetchall()
+        if not top:
+            return []
+        rows = self._eligible_rows(scope, [int(row[0]) for row in top], valid_at_ms)
+        if len(rows) < limit and len(top) == batch:
+            return self._all_candidates(scope, match, valid_at_ms, limit)
+        score = {int(row[0]): float(row[1]) for row in top}
+        rows.sort(key=lambda row: (score[int(row[0])], row[1]))
+        return [_indexed_doc(row[1:]) for row in rows[:limit]]
+
+    def _eligible_rows(self, scope: Scope, rids: Sequence[int], valid_at_ms: int) -> list[tuple[Any, ...]]:
+        return list(
+            self._db.execute(
+                f"SELECT r.rid, r.record_id, {', '.join('f.' + c for c in _FTS_COLUMNS)},"  # noqa: S608
+                " r.valid_from_ms, r.valid_to_ms"
+                # CROSS JOIN keeps this order: each ranked rowid looked up, never a scan of the scope.
+                " FROM json_each(?) AS ranked CROSS JOIN records AS r ON r.rid = ranked.value"
+                " CROSS JOIN lexical_index AS f ON f.rowid = r.rid"
+                " WHERE r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current'"
+                " AND r.valid_from_ms <= ? AND (r.valid_to_ms IS NULL OR r.valid_to_ms >= ?)"
+                " AND (r.expires_at_ms IS NULL OR r.expires_at_ms > ?)",
+                (json.dumps(list(rids)), scope.tenant, scope.workspace, valid_at_ms, valid_at_ms, valid_at_ms),
+            ).fetchall()
+        )
+
+    def _all_candidates(self, scope: Scope, match: str, valid_at_ms: int, limit: int) -> list[IndexedDoc]:
         rows = self._db.execute(
             f"SELECT r.record_id, {', '.join('f.' + c for c in _FTS_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
             " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rowid"
@@ -83,25 +131,9 @@ class SQLiteTx(SqlTx):
             " AND r.valid_from_ms <= ? AND (r.valid_to_ms IS NULL OR r.valid_to_ms >= ?)"
             " AND (r.expires_at_ms IS NULL OR r.expires_at_ms > ?)"
             f" ORDER BY bm25(lexical_index, {_BM25_WEIGHTS}), r.record_id LIMIT ?",
-            (
-                _match_expression(scope, terms),
-                scope.tenant,
-                scope.workspace,
-                valid_at_ms,
-                valid_at_ms,
-                valid_at_ms,
-                limit,
-            ),
+            (match, scope.tenant, scope.workspace, valid_at_ms, valid_at_ms, valid_at_ms, limit),
         ).fetchall()
-        return [
-            IndexedDoc(
-                record_id=row[0],
-                fields=dict(zip(FIELDS, row[1 : 1 + len(FIELDS)], strict=True)),
-                valid_from_ms=row[-2],
-                valid_to_ms=row[-1],
-            )
-            for row in rows
-        ]
+        return [_indexed_doc(row) for row in rows]
 
     def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]:
         counts: dict[str, int] = {}
