@@ -371,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="a folder of LoCoMo-format files")
     parser.add_argument("--no-stdio", action="store_true", help="skip the MCP stdio measurements")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--results", type=Path, help="also append the JSON object as a line to this file")
     options = parser.parse_args(argv)
     if options.records < 1 or options.workspaces < 1 or options.workspaces > options.records:
         parser.error("--records must be at least 1 and at least --workspaces")
@@ -379,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     if options.store != "sqlite" and not options.store.startswith("postgresql://"):
         parser.error("--store is sqlite or a postgresql:// URL")
     result = run(options)
+    if options.results is not None:
+        with options.results.open("a", encoding="utf-8") as sink:
+            sink.write(json.dumps(result) + "\n")
     if options.json:
         print(json.dumps(result))
     else:
