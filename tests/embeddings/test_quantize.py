@@ -81,3 +81,14 @@ def test_the_integer_graph_stays_close_to_the_float_one(monkeypatch: pytest.Monk
     for length in (6, 24, 60):
         ids = [101, *rng.integers(1000, 20000, size=length).tolist(), 102]
         assert float(_run(integer, ids) @ _run(floating, ids)) > 0.97
+
+
+def test_a_text_gets_the_same_vector_alone_and_among_others_of_its_length() -> None:
+    from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
+
+    model = MiniLMOnnx()
+    texts = ["the car needs new tyres", "the cat needs new toys", "a dog wants old bones"]
+    together = model.embed(texts)
+    for row, text in enumerate(texts):
+        assert model.embed([text])[0].tobytes() == together[row].tobytes()
+    assert abs(float(np.linalg.norm(together[0])) - 1.0) < 1e-5

@@ -20,7 +20,6 @@ from engram_memory.embeddings.identity import ModelIdentity
 from engram_memory.engine.semantic import Matrix
 
 MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
-BATCH = 32
 # One thread: vectors are computed beside the request path (engine/indexer.py), and a single-threaded
 # run gives the same floats however busy the machine is.
 THREADS = 1
@@ -68,27 +67,12 @@ class MiniLMOnnx(ModelIdentity):
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        encoded = self._tokenizer.encode_batch(list(texts))
-        # Equal lengths batch together, so no batch computes padding (a transformer's cost is per token).
-        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
-        batches: list[list[int]] = []
-        for i in order:
-            if batches and len(batches[-1]) < BATCH and len(encoded[batches[-1][0]].ids) == len(encoded[i].ids):
-                batches[-1].append(i)
-            else:
-                batches.append([i])
-        for chosen in batches:
-            encodings = [encoded[i] for i in chosen]
-            width = max(len(e.ids) for e in encodings)
-            ids = np.zeros((len(chosen), width), dtype=np.int64)
-            mask = np.zeros((len(chosen), width), dtype=np.int64)
-            for row, encoding in enumerate(encodings):
-                ids[row, : len(encoding.ids)] = encoding.ids
-                mask[row, : len(encoding.ids)] = 1
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[chosen] = pooled / np.maximum(norms, 1e-12)
+        # One text per run: the integer graph scales activations over its whole input, so a text batched
+        # with others would get other floats than alone, and a vector must not depend on its neighbours.
+        for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
+            ids = np.asarray([encoding.ids], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+            hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0][0]
+            pooled = hidden.mean(axis=0)
+            out[row] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
         return out
