@@ -176,6 +176,19 @@ def test_vectors_lost_or_left_by_another_model_are_embedded_again_by_the_next_se
     assert _vector_models(paths) == sorted((record, model) for record in (car, invoices, garden))
 
 
+def test_a_record_whose_body_does_not_open_stays_out_of_the_semantic_channel_not_the_search(
+    agent: InProcessAgent, paths: HostPaths
+) -> None:
+    broken = agent.remember("Quarterly invoices are mailed on the first Monday.")
+    car = agent.remember("The car needs new tyres before winter.")
+    with raw_store(paths) as db:  # the vector was lost and the body damaged: nothing to embed it from
+        db.execute("DELETE FROM record_vectors WHERE rid = (SELECT rid FROM records WHERE record_id = ?)", (broken,))
+        db.execute("DELETE FROM sealed_bodies WHERE owner_id = ?", (broken,))
+    agent.remember("Prune the roses in early spring.")  # a new generation: the matrix is rebuilt
+    assert agent.found_ids("automobile maintenance")[:1] == [car]
+    assert broken not in agent.found_ids("automobile maintenance")
+
+
 def test_a_vector_is_only_written_for_a_record_that_is_still_current(
     agent: InProcessAgent, served: Engine, steered: Engine, paths: HostPaths
 ) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from engram_memory.contract.errors import ContractError
 from engram_memory.engine.ports import Scope, StoreTx
 from engram_memory.engine.text import tokenize
 
@@ -242,9 +243,14 @@ class VectorCache:
         if len(stored) < catch_up.expected:
             # Admitted here but not yet written by the indexer, or by another process, or under another
             # model, or lost to a crash: embedded now, so the order never depends on any of that.
-            missing = tx.records_without_vector(scope, model)
-            fresh = [embed_record(self, scope, row.record_id, catch_up.payload_of(row.record_id)) for row in missing]
-            stored += [row.with_vector(to_bytes(e.vector), e.subject) for row, e in zip(missing, fresh, strict=True)]
+            for row in tx.records_without_vector(scope, model):
+                try:
+                    payload = catch_up.payload_of(row.record_id)
+                except ContractError:  # a body that does not open stays out of this channel, not the search
+                    continue
+                embedded = embed_record(self, scope, row.record_id, payload)
+                fresh.append(embedded)
+                stored.append(row.with_vector(to_bytes(embedded.vector), embedded.subject))
         stored.sort(key=lambda row: row.record_id)  # one order whatever the store's row ids
         dimension = self._embedder.dimension
         matrix = (
