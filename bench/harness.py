@@ -7,26 +7,33 @@ from typing import Any
 
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.engine.engine import Engine
-from engram_memory.host.bindings import issue_binding
+from engram_memory.host.bindings import IssuedBinding, issue_binding
 from engram_memory.host.keyfiles import load_signing_key
 from engram_memory.host.settings import HostPaths
 
 
 def bench_binding(paths: HostPaths, *, tenant: str, workspace: str, purpose: str) -> Any:
     """A day-long binding of the home's own key with every tool and no confirmation for captures."""
+    return bench_issued(paths, tenant=tenant, workspace=workspace, purpose=purpose).binding
+
+
+def bench_issued(
+    paths: HostPaths, *, tenant: str, workspace: str, purpose: str, session: str = "bench"
+) -> IssuedBinding:
+    """The binding of bench_binding with its signed token, for a server that verifies it."""
     return issue_binding(
         load_signing_key(paths),
         tenant=tenant,
         workspace=workspace,
         principal="bench",
         agent_id="bench-agent",
-        session="bench",
+        session=session,
         purpose_ref=purpose,
         grants=frozenset(t.value for t in ALL_TOOLS),
         confirm_mutations=False,
         lifetime_s=86_400,
         now_s=int(time.time()),
-    ).binding
+    )
 
 
 def value_of(engine: Engine, binding: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

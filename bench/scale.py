@@ -41,7 +41,7 @@ from engram_memory.engine.ports import Scope
 from engram_memory.engine.text import query_terms
 from engram_memory.host.compose import init_home, open_engine, store_settings
 from engram_memory.host.settings import HostPaths
-from harness import bench_binding, value_of
+from harness import bench_binding, bench_issued, value_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "locomo-dev"
@@ -268,25 +268,10 @@ def over_stdio(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, seman
     """capture+admission and search through the SDK's client and a real `serve` process."""
     from anyio.from_thread import start_blocking_portal
 
-    from engram_memory.contract.tools import ALL_TOOLS
-    from engram_memory.host.bindings import issue_binding
-    from engram_memory.host.keyfiles import load_signing_key
     from mcp import Client, StdioServerParameters
 
     name = sorted(stored.ids)[0]
-    token = issue_binding(
-        load_signing_key(paths),
-        tenant=TENANT,
-        workspace=name,
-        principal="bench",
-        agent_id="bench-agent",
-        session="bench-stdio",
-        purpose_ref=PURPOSE,
-        grants=frozenset(t.value for t in ALL_TOOLS),
-        confirm_mutations=False,
-        lifetime_s=86_400,
-        now_s=int(time.time()),
-    ).token
+    token = bench_issued(paths, tenant=TENANT, workspace=name, purpose=PURPOSE, session="bench-stdio").token
     env = {"ENGRAM_BINDING": token, **({} if semantic else {"ENGRAM_EMBEDDING_MODEL": "off"})}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "engram_memory", "serve", "--home", str(paths.home)], env=env

@@ -107,17 +107,10 @@ class PostgresKeyVault:
         The deleted row versions are vacuumed at once when this role may (the owner), else by autovacuum;
         a wrapped key opens nothing without the key-encryption key, which never enters the database.
         """
-        if not owner_ids:
-            return True
-        try:
-            with self._tx() as db:
-                left = db.execute("SELECT engram_destroy_data_keys(?, ?)", (list(owner_ids), at_ms)).fetchone()
-        except ContractError:
-            logger.error("data keys could not be destroyed yet; they will be swept later")
-            return False
-        if self._may_vacuum:
+        gone = self.retire(owner_ids, at_ms)
+        if owner_ids and self._may_vacuum:
             self.checkpoint()
-        return left is not None and int(left[0]) == 0
+        return gone
 
     def retire(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """Idempotent. Left to autovacuum: the plaintext these keys opened lives on under another key."""
