@@ -206,33 +206,65 @@ def db_mb(paths: HostPaths) -> float:
 # -- the run ------------------------------------------------------------------------------------------
 
 
-def ingest(paths: HostPaths, corpus: Corpus, records: int, workspaces: int, semantic: bool) -> tuple[Stored, float]:
+def ingest(
+    paths: HostPaths, corpus: Corpus, records: int, workspaces: int, semantic: bool, batch: int
+) -> tuple[Stored, float]:
+    """Imports the corpus through the host's import path, `batch` captures+admissions per commit, each
+    batch into one workspace, the workspaces in turn (batch 1: each pair commits alone)."""
     stored = Stored(ids={}, notes={})
     names = [f"workspace-{n + 1:04d}" for n in range(workspaces)]
     at_ms = 1_700_000_000_000
     with open_engine(paths, semantic=semantic) as engine:
         bindings = {name: bench_binding(paths, tenant=TENANT, workspace=name, purpose=PURPOSE) for name in names}
         started = time.perf_counter()
-        for n in range(records):
-            name = names[n % workspaces]
-            note = corpus.note()
-            captured = value_of(
-                engine,
-                bindings[name],
-                "engram_memory_capture",
-                capture_arguments(note, f"scale-capture-{n:09d}", at_ms + n),
-            )
-            admit = {"candidate_id": captured["candidate_id"], "idempotency_key": f"scale-admit-{n:09d}"}
-            outcome = value_of(engine, bindings[name], "engram_memory_request_admission", admit)["outcome"]
-            if outcome["status"] == "accepted":
-                stored.ids.setdefault(name, []).append(outcome["record_id"])
-                stored.notes.setdefault(name, []).append(note)
-            if n and n % 10_000 == 0:
-                rate = n / (time.perf_counter() - started)
-                print(f"  ingested {n:,} ({rate:,.0f}/s)", file=sys.stderr, flush=True)
+        reported = 0
+        for first in range(0, records, batch):
+            name = names[(first // batch) % workspaces]
+            notes = [corpus.note() for _ in range(first, min(first + batch, records))]
+            items = [
+                (
+                    capture_arguments(note, f"scale-capture-{first + i:09d}", at_ms + first + i),
+                    f"scale-admit-{first + i:09d}",
+                )
+                for i, note in enumerate(notes)
+            ]
+            for note, outcome in zip(notes, engine.import_memories(bindings[name], items), strict=True):
+                admitted = outcome.admitted
+                if admitted is None or not admitted["ok"]:
+                    raise SystemExit(f"import failed: {outcome}")
+                status = admitted["output"]["value"]["outcome"]
+                if status["status"] == "accepted":
+                    stored.ids.setdefault(name, []).append(status["record_id"])
+                    stored.notes.setdefault(name, []).append(note)
+            done = min(first + batch, records)
+            if done - reported >= 10_000:
+                reported = done
+                rate = done / (time.perf_counter() - started)
+                print(f"  ingested {done:,} ({rate:,.0f}/s)", file=sys.stderr, flush=True)
         if engine.deps.indexer is not None:
             engine.deps.indexer.settle()
         return stored, time.perf_counter() - started
+
+
+def per_call_writes(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, semantic: bool) -> list[float]:
+    """capture then request_admission as two separate tool calls, each committing on its own."""
+    name = sorted(stored.ids)[0]
+    writes: list[float] = []
+    with open_engine(paths, semantic=semantic) as engine:
+        binding = bench_binding(paths, tenant=TENANT, workspace=name, purpose=PURPOSE)
+        for n in range(ops):
+            note = corpus.note()
+
+            def write(n: int = n, note: str = note) -> None:
+                arguments = capture_arguments(note, f"call-capture-{n:09d}", 1_750_000_000_000 + n)
+                captured = value_of(engine, binding, "engram_memory_capture", arguments)
+                admit = {"candidate_id": captured["candidate_id"], "idempotency_key": f"call-admit-{n:09d}"}
+                value_of(engine, binding, "engram_memory_request_admission", admit)
+
+            writes.append(timed(write))
+        if engine.deps.indexer is not None:
+            engine.deps.indexer.settle()
+    return writes
 
 
 def in_process(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, semantic: bool) -> dict[str, list[float]]:
@@ -317,9 +349,10 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="engram-scale-") as scratch:
         paths = HostPaths(home=Path(scratch) / "home")
         init_home(paths, None if options.store == "sqlite" else options.store)
-        stored, ingest_s = ingest(paths, corpus, options.records, options.workspaces, semantic)
+        stored, ingest_s = ingest(paths, corpus, options.records, options.workspaces, semantic, options.batch)
         rss_after_ingest = peak_rss_mb()
         local = in_process(paths, corpus, stored, options.ops, semantic)
+        calls = per_call_writes(paths, corpus, stored, options.ops, semantic)
         remote = over_stdio(paths, corpus, stored, options.ops, semantic) if not options.no_stdio else {}
         size = db_mb(paths)
     result: dict[str, Any] = {
@@ -328,7 +361,10 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         "store": "sqlite" if options.store == "sqlite" else "postgresql",
         "channels": options.channels,
         "ingest_s": round(ingest_s, 1),
+        "import_batch": options.batch,
         "capture_admit_per_s": round(options.records / ingest_s, 1),
+        "capture_admit_per_call_per_s": round(1000 / statistics.fmean(calls), 1),
+        "capture_admit_per_call_p95_ms": round(percentile(calls, 0.95), 2),
         "mcp_capture_admit_per_s": round(1000 / statistics.fmean(remote["write"]), 1) if remote else None,
         "mcp_capture_admit_p95_ms": round(percentile(remote["write"], 0.95), 2) if remote else None,
     }
@@ -352,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workspaces", type=int, default=1)
     parser.add_argument("--store", default="sqlite", help="sqlite, or a postgresql:// URL of an empty database")
     parser.add_argument("--channels", choices=["lexical", "hybrid"], default="lexical")
+    parser.add_argument(
+        "--batch", type=int, default=500, help="captures+admissions per import commit (1: one call at a time)"
+    )
     parser.add_argument("--ops", type=int, default=1000, help="operations per measurement (at least 1,000)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="a folder of LoCoMo-format files")
     parser.add_argument("--no-stdio", action="store_true", help="skip the MCP stdio measurements")

@@ -34,31 +34,45 @@ _LAST_SAFE_KEY_CHAR = "\ud7ff"
 _PLAIN_LOW, _PLAIN_HIGH = 1e-4, 1e16
 
 
-def _check(value: Any) -> bool:
-    """Raises CanonicalError when `value` has no canonical form; True when the fast encoder is exact."""
-    if isinstance(value, str):
-        _check_text(value)
-        return True
-    if value is None or isinstance(value, bool):
-        return True
-    if isinstance(value, int | float):
-        return _check_number(value)
-    if isinstance(value, dict):
-        fast = True
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise CanonicalError("non-string key")
-            _check_text(key)
-            if not key.isascii() and max(key) > _LAST_SAFE_KEY_CHAR:
-                fast = False
-            fast = _check(item) and fast
-        return fast
-    if isinstance(value, list | tuple):
-        fast = True
-        for item in value:
-            fast = _check(item) and fast
-        return fast
-    raise CanonicalError("not a JSON value")
+def _check(value: Any) -> bool:  # noqa: PLR0912 (one flat dispatch is the point)
+    """Raises CanonicalError when `value` has no canonical form; True when the fast encoder is exact.
+
+    Iterative, with exact-type tests first: it runs on every digest, so it must cost little."""
+    fast = True
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                _check_text(item)
+        elif kind is dict:
+            for key, child in item.items():
+                if type(key) is not str:
+                    raise CanonicalError("non-string key")
+                if not key.isascii():
+                    _check_text(key)
+                    if max(key) > _LAST_SAFE_KEY_CHAR:
+                        fast = False
+                stack.append(child)
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is int:
+            if abs(item) > MAX_SAFE_INTEGER:
+                raise CanonicalError("unsafe integer")
+        elif item is None or kind is bool:
+            continue
+        elif isinstance(item, str):
+            _check_text(item)
+        elif isinstance(item, int | float):
+            fast = _check_number(item) and fast
+        elif isinstance(item, dict):
+            stack.append(dict(item))
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        else:
+            raise CanonicalError("not a JSON value")
+    return fast
 
 
 def _check_number(value: int | float) -> bool:

@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 
 from engram_memory.contract.canonical import DIGEST_PATTERN
@@ -80,12 +81,52 @@ _ContractValidator = validators.extend(
 _VALIDATORS = {tool: _ContractValidator(schema_for_validation(tool), format_checker=_FORMATS) for tool in Tool}
 
 
+# The same schemas compiled by jsonschema-rs, thirty times faster, as a fast path: an instance it calls
+# valid is valid, except that JSON Schema counts 5.0 as an integer, so arguments holding any float
+# always take the reference validator; an instance it calls invalid gets the reference validator's
+# verdict and error classification. Its `x-` keywords are the ones above.
+class _RsKeyword:
+    check: Any
+
+    def __init__(self, _parent: Any, value: Any, _path: Any) -> None:
+        self.value = value
+
+    def validate(self, instance: object) -> None:
+        if next(iter(type(self).check(None, self.value, instance, None)), None) is not None:
+            raise ValueError("invalid")
+
+
+class _RsUtf8Bytes(_RsKeyword):
+    check = staticmethod(_utf8_bytes)
+
+
+class _RsUniqueBy(_RsKeyword):
+    check = staticmethod(_unique_by)
+
+
+class _RsSorted(_RsKeyword):
+    check = staticmethod(_sorted)
+
+
+_FAST_VALIDATORS = {
+    tool: jsonschema_rs.Draft202012Validator(
+        dict(schema_for_validation(tool)),
+        formats={"date-time": _is_canonical_instant},
+        validate_formats=True,
+        keywords={UTF8_BYTES: _RsUtf8Bytes, UNIQUE_BY: _RsUniqueBy, SORTED: _RsSorted},
+    )
+    for tool in Tool
+}
+
+
 def _invalid() -> ContractError:
     return ContractError(ErrorCode.INVALID_SCHEMA)
 
 
-def _check_text_and_numbers(value: object) -> None:
-    """Every string must be valid UTF-8 in NFC; every number finite. Keys included."""
+def _check_text_and_numbers(value: object) -> bool:
+    """Every string must be valid UTF-8 in NFC; every number finite. Keys included. True when some
+    number is a float."""
+    floats = False
     stack = [value]
     while stack:
         item = stack.pop()
@@ -97,6 +138,7 @@ def _check_text_and_numbers(value: object) -> None:
             if not unicodedata.is_normalized("NFC", item):
                 raise _invalid()
         elif isinstance(item, float):
+            floats = True
             if not math.isfinite(item):
                 raise _invalid()
         elif isinstance(item, dict):
@@ -104,6 +146,7 @@ def _check_text_and_numbers(value: object) -> None:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+    return floats
 
 
 def _serialized_size(arguments: Mapping[str, Any]) -> int:
@@ -128,8 +171,12 @@ def validate_arguments(tool: Tool, arguments: object) -> dict[str, Any]:
         raise _invalid()
     if _serialized_size(arguments) > MAX_ARGUMENT_BYTES:
         raise _invalid()
-    _check_text_and_numbers(arguments)
-    errors = list(_VALIDATORS[tool].iter_errors(arguments))
+    floats = _check_text_and_numbers(arguments)
+    errors = (
+        []
+        if not floats and _FAST_VALIDATORS[tool].is_valid(arguments)
+        else list(_VALIDATORS[tool].iter_errors(arguments))
+    )
     if errors:
         if all(_is_digest_shape_error(error) for error in errors):
             raise ContractError(ErrorCode.INVALID_DIGEST)

@@ -11,7 +11,8 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from engram_memory.contract.binding import Binding
@@ -58,6 +59,14 @@ def _purpose_argument(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
         return str(arguments["payload"]["purpose_ref"])
     value = arguments.get("purpose_ref")
     return None if value is None else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOutcome:
+    """One imported item: the capture's envelope, and the admission's when the capture made a candidate."""
+
+    captured: dict[str, Any]
+    admitted: dict[str, Any] | None
 
 
 class Engine:
@@ -139,6 +148,37 @@ class Engine:
         except ContractError:
             logger.error("audit row %s could not be written", audit_id)
 
+    # -- host path: imports ------------------------------------------------------------------
+    def import_memories(
+        self, binding: Binding | None, items: Sequence[tuple[Mapping[str, Any], str]]
+    ) -> list[ImportOutcome]:
+        """Host path: for each (capture arguments, admission idempotency key), the capture and then,
+        when it committed a candidate, its admission, exactly as the two agent calls (audit rows
+        included), but sharing one store commit and one vault commit.
+
+        The envelopes hold only once this returns: it raises ContractError MUTATION_OUTCOME_UNKNOWN
+        when the shared commit fails, and the same items with the same keys may then be sent again.
+        Protocol faults (an unknown tool, say) propagate as from `handle`.
+        """
+        outcomes: list[ImportOutcome] = []
+        store, vault = self.deps.store, self.deps.vault
+        try:
+            with store.batch(), vault.batch():
+                for arguments, admission_key in items:
+                    captured = self.handle(binding, Tool.CAPTURE.value, arguments)
+                    admitted = None
+                    if captured["ok"] and captured["output"]["value"].get("candidate_id"):
+                        request = {
+                            "candidate_id": captured["output"]["value"]["candidate_id"],
+                            "idempotency_key": admission_key,
+                        }
+                        admitted = self.handle(binding, Tool.REQUEST_ADMISSION.value, request)
+                    outcomes.append(ImportOutcome(captured, admitted))
+        except ContractError as error:
+            raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from error
+        vault.run_deferred()
+        return outcomes
+
     # -- host path: the confirmation queue --------------------------------------------------
     def confirmations(self, *, include_decided: bool = False) -> list[tuple[ConfirmationRow, str]]:
         """Rows with their effective status (requests and approvals lapse with time)."""
@@ -159,4 +199,4 @@ class Engine:
             return deny(tx, confirmation_id, now_ms=self.deps.clock.now_ms(), decided_by=decided_by)
 
 
-__all__ = ["ConfirmationError", "Engine"]
+__all__ = ["ConfirmationError", "Engine", "ImportOutcome"]

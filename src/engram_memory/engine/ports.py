@@ -170,6 +170,12 @@ class Store(Protocol):
         """A consistent snapshot for reads; ContractError STORE_UNAVAILABLE on failure."""
         ...
 
+    def batch(self) -> AbstractContextManager[None]:
+        """Writes of this thread inside the block may share one commit (a host's import): each still
+        rolls back alone when it fails, none is durable before the block ends, and the end raises
+        MUTATION_OUTCOME_UNKNOWN when that commit fails. Stores may also commit each write alone."""
+        ...
+
     def erase_physically(self) -> bool:
         """Push erased bytes out of every file (WAL included); False when readers held it back."""
         ...
@@ -191,6 +197,15 @@ class KeyVault(Protocol):
     """
 
     def put(self, scope: Scope, owner_id: str, key: WrappedKey, at_ms: int) -> None: ...
+    def batch(self) -> AbstractContextManager[None]:
+        """Keys put inside the block may commit together when it ends, which must precede the store's
+        commit of the bodies they open; retire and destroy then wait for run_deferred."""
+        ...
+
+    def run_deferred(self) -> bool:
+        """Retires and destroys what the last batch set aside, once the store committed; True when done."""
+        ...
+
     def get(self, scope: Scope, owner_id: str) -> WrappedKey | None: ...
     def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """True when none of the keys exists any more and the erased bytes left every file."""

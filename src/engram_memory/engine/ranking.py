@@ -18,6 +18,7 @@ __all__ = [
     "FORMULA_REF",
     "FREQUENT_MIN_DOCS",
     "FREQUENT_SHARE",
+    "IMPACT_SCALE",
     "K1",
     "LEXICAL_SUBJECT_BOOST",
     "RECENCY_HALF_LIFE_MS",
@@ -37,6 +38,7 @@ __all__ = [
     "rank",
     "recency",
     "rrf",
+    "term_impacts",
 ]
 
 FIELDS: tuple[str, ...] = ("primary", "decision", "evidence", "context", "citations")
@@ -144,6 +146,29 @@ def bm25f(terms: Sequence[str], doc: Document, df: Mapping[str, int], stats: Cor
     """Simple BM25F: weights apply before saturation, so a term repeated across fields still saturates."""
     unique = _unique(terms)
     return _score(unique, _idfs(unique, df, stats.doc_count), doc, stats)
+
+
+# Impacts order a term's postings for candidate generation (stores may keep them). They must be a pure
+# function of one memory's fields, so a posting can be found again to delete it: lengths are normalised
+# against fixed reference lengths (in tokens) rather than the scope's averages, which drift.
+IMPACT_SCALE = 1_000_000
+_REFERENCE_LEN: Mapping[str, float] = MappingProxyType(
+    {"primary": 24.0, "decision": 12.0, "evidence": 24.0, "context": 48.0, "citations": 4.0}
+)
+
+
+def term_impacts(fields: Mapping[str, str]) -> dict[str, int]:
+    """Each distinct token's saturated, field-weighted frequency in this memory, scaled to an integer:
+    the share of a term's idf the memory would earn under BM25F at reference lengths."""
+    weighted: dict[str, float] = {}
+    for name in FIELDS:
+        tokens = fields.get(name, "").split()
+        if not tokens:
+            continue
+        share = FIELD_WEIGHTS[name] / (1.0 - B + B * len(tokens) / _REFERENCE_LEN[name])
+        for token in tokens:
+            weighted[token] = weighted.get(token, 0.0) + share
+    return {token: max(1, round(IMPACT_SCALE * tf / (K1 + tf))) for token, tf in weighted.items()}
 
 
 def recency(age_ms: int, half_life_ms: int = RECENCY_HALF_LIFE_MS) -> float:

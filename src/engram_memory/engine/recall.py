@@ -67,9 +67,9 @@ PROFILE = "lexical-bm25f"
 PROFILE_VERSION = 2  # 2: the date boost
 HYBRID_PROFILE = "hybrid-rrf"
 HYBRID_PROFILE_VERSION = 2  # 2: the date boost, context lines embedded one by one
-# The full-text index's best 200 (by its own weighted BM25) are re-scored with BM25F: on the LoCoMo dev
-# set the top 10 are the same as from 1,000, and a search over 10,000 memories takes 8 ms at p95, not 21.
-CANDIDATE_POOL = 200
+# The index's best 100 (by impact-ordered postings on SQLite, weighted full-text rank on PostgreSQL) are
+# re-scored with BM25F: on the LoCoMo dev set the top 10 are the same as from 1,000 (docs/benchmarks.md).
+CANDIDATE_POOL = 100
 DEFAULT_LIMIT = 10
 DEFAULT_PACKET_BYTES = 65_536
 

@@ -155,6 +155,7 @@ class FileKeyRing:
 
     def __init__(self, paths: HostPaths) -> None:
         self._paths = paths
+        self._kek_file = os.fspath(paths.kek_file)
         self._lock = threading.Lock()
         self._seen = self._stamp()
         ring = read_ring_file(paths)
@@ -162,7 +163,7 @@ class FileKeyRing:
 
     def _stamp(self) -> tuple[int, int, int] | None:
         try:
-            info = self._paths.kek_file.stat()
+            info = os.stat(self._kek_file)  # noqa: PTH116 (a str path: no Path object per call)
         except OSError:
             return None
         return (info.st_ino, info.st_mtime_ns, info.st_size)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -85,6 +86,11 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
 }
 
 
+_NEEDLE_RES: dict[str, re.Pattern[str]] = {
+    category: re.compile("|".join(re.escape(needle) for needle in needles)) for category, needles in _NEEDLES.items()
+}
+
+
 def _fold(text: str) -> str:
     """Lower-case without moving any offset: U+0130 is the one character whose lower() is longer."""
     return text.replace("\u0130", "I").lower()
@@ -100,8 +106,8 @@ def scan_text(text: str, *, categories: frozenset[str] = DEFAULT_CATEGORIES, pat
     for category in CATEGORIES:
         if category not in categories:
             continue
-        needles = _NEEDLES.get(category)
-        if needles is not None and not any(needle in folded for needle in needles):
+        needles = _NEEDLE_RES.get(category)
+        if needles is not None and needles.search(folded) is None:
             continue
         findings.extend(
             SecretFinding(category=category, path=path, start=start, end=end)

@@ -85,6 +85,14 @@ class PostgresKeyVault:
         finally:
             self._pool.putconn(connection)
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Each key commits on its own, as outside a batch (see PostgresStore.batch)."""
+        yield
+
+    def run_deferred(self) -> bool:
+        return True
+
     def put(self, scope: Scope, owner_id: str, key: WrappedKey, at_ms: int) -> None:
         with self._tx(scope.tenant) as db:
             db.execute(

@@ -17,9 +17,10 @@ from engram_memory.engine.ports_operations import IndexEntry
 from engram_memory.engine.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.queries import SqlTx
+from engram_memory.stores.sqlite import postings
 
-_FTS_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
-_CONTENT_FILTER = "{" + " ".join(_FTS_COLUMNS) + "}"
+FTS_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
+_CONTENT_FILTER = "{" + " ".join(FTS_COLUMNS) + "}"
 _BM25_WEIGHTS = ", ".join(["0.0", *(repr(FIELD_WEIGHTS[name]) for name in FIELDS)])
 
 
@@ -59,9 +60,10 @@ class SQLiteTx(SqlTx):
             raise StoreInvariantError("indexing a record that does not exist")
         values = [fields.get(name, "") for name in FIELDS]
         self._db.execute(
-            f"INSERT INTO lexical_index (rowid, scope, {', '.join(_FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+            f"INSERT INTO lexical_index (rowid, scope, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
             (rid, scope_token(scope), *values),
         )
+        postings.add(self._db, scope, rid, dict(zip(FIELDS, values, strict=True)))
         self._shift_stats(scope, 1, [len(value.split()) for value in values])
 
     def unindex_record(self, scope: Scope, record_id: str) -> bool:
@@ -70,12 +72,13 @@ class SQLiteTx(SqlTx):
             return False
         self._drop_vector(scope, rid)
         row = self._db.execute(
-            f"SELECT {', '.join(_FTS_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
+            f"SELECT {', '.join(FTS_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
             (rid,),
         ).fetchone()
         if row is None:
             return False
         self._db.execute("DELETE FROM lexical_index WHERE rowid = ?", (rid,))
+        postings.drop(self._db, scope, rid, {name: str(value or "") for name, value in zip(FIELDS, row, strict=True)})
         self._shift_stats(scope, -1, [-len(str(value).split()) for value in row])
         return True
 
@@ -88,11 +91,27 @@ class SQLiteTx(SqlTx):
     ) -> list[IndexedDoc]:
         if not terms:
             return []
+        # The postings give the likely best rowids first (postings.py); records and field texts are read
+        # for those few. Index rows are exactly the scope's accepted_current records, so only validity
+        # and expiry can drop one: when they drop so many that fewer than `limit` remain of a full
+        # batch, FTS5 filters the whole match set instead.
+        batch = limit + 32
+        if postings.unposted(terms):
+            return self._fts_candidates(scope, terms, valid_at_ms, limit)
+        doc_count = self.index_stats(scope).doc_count
+        top = postings.best(self._db, scope, terms, doc_count, batch)
+        if not top:
+            return []
+        rows = self._eligible_rows(scope, top, valid_at_ms)
+        if len(rows) < limit and len(top) == batch:
+            return self._all_candidates(scope, _match_expression(scope, terms), valid_at_ms, limit)
+        order = {rid: position for position, rid in enumerate(top)}
+        rows.sort(key=lambda row: order[int(row[0])])
+        return [_indexed_doc(row[1:]) for row in rows[:limit]]
+
+    def _fts_candidates(self, scope: Scope, terms: Sequence[str], valid_at_ms: int, limit: int) -> list[IndexedDoc]:
+        """FTS5 ranks every match of the scope (rowid and score only), then records are read for the best."""
         match = _match_expression(scope, terms)
-        # FTS5 ranks the scope's matches alone first (rowid and score only: the cost of the store's own
-        # top-k query); records and field texts are read for those few. Index rows are exactly the
-        # scope's accepted_current records, so only validity and expiry can drop one: when they drop so
-        # many that fewer than `limit` remain of a full batch, the whole match set is filtered instead.
         batch = limit + 32
         top = self._db.execute(
             f"SELECT rowid, bm25(lexical_index, {_BM25_WEIGHTS}) FROM lexical_index"  # noqa: S608
@@ -111,7 +130,7 @@ class SQLiteTx(SqlTx):
     def _eligible_rows(self, scope: Scope, rids: Sequence[int], valid_at_ms: int) -> list[tuple[Any, ...]]:
         return list(
             self._db.execute(
-                f"SELECT r.rid, r.record_id, {', '.join('f.' + c for c in _FTS_COLUMNS)},"  # noqa: S608
+                f"SELECT r.rid, r.record_id, {', '.join('f.' + c for c in FTS_COLUMNS)},"  # noqa: S608
                 " r.valid_from_ms, r.valid_to_ms"
                 # CROSS JOIN keeps this order: each ranked rowid looked up, never a scan of the scope.
                 " FROM json_each(?) AS ranked CROSS JOIN records AS r ON r.rid = ranked.value"
@@ -125,7 +144,7 @@ class SQLiteTx(SqlTx):
 
     def _all_candidates(self, scope: Scope, match: str, valid_at_ms: int, limit: int) -> list[IndexedDoc]:
         rows = self._db.execute(
-            f"SELECT r.record_id, {', '.join('f.' + c for c in _FTS_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
+            f"SELECT r.record_id, {', '.join('f.' + c for c in FTS_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
             " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rowid"
             " WHERE lexical_index MATCH ? AND r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current'"
             " AND r.valid_from_ms <= ? AND (r.valid_to_ms IS NULL OR r.valid_to_ms >= ?)"
@@ -136,19 +155,12 @@ class SQLiteTx(SqlTx):
         return [_indexed_doc(row) for row in rows]
 
     def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for term in terms:
-            row = self._db.execute(
-                "SELECT count(*) FROM lexical_index WHERE lexical_index MATCH ?",
-                (_match_expression(scope, [term]),),
-            ).fetchone()
-            counts[term] = int(row[0])
-        return counts
+        return postings.doc_counts(self._db, scope, terms)
 
     # -- the index as the host's operations see it ------------------------------------------------
     def index_entries(self, scope: Scope) -> list[IndexEntry]:
         rows = self._db.execute(
-            f"SELECT f.rowid, r.record_id, r.tenant, r.workspace, {', '.join('f.' + c for c in _FTS_COLUMNS)}"  # noqa: S608
+            f"SELECT f.rowid, r.record_id, r.tenant, r.workspace, {', '.join('f.' + c for c in FTS_COLUMNS)}"  # noqa: S608
             " FROM lexical_index AS f LEFT JOIN records AS r ON r.rid = f.rowid"
             " WHERE lexical_index MATCH ? ORDER BY f.rowid",
             ('scope : "' + scope_token(scope) + '"',),

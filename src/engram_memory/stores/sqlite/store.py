@@ -16,13 +16,17 @@ from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.stores.sql.base import StoreInvariantError
+from engram_memory.stores.sqlite import postings
 from engram_memory.stores.sqlite.migrate import migrate
-from engram_memory.stores.sqlite.queries import SQLiteTx
+from engram_memory.stores.sqlite.queries import FTS_COLUMNS, SQLiteTx
 from engram_memory.stores.sqlite.snapshot import SnapshotQueries
 
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+# SQLite's default page cache is 2 MiB; the index b-trees of a large store are read and written all over,
+# and 64 MiB keeps their inner pages in memory (docs/benchmarks.md, speed at scale).
+CACHE_KIB = 65_536
 # sqlite3 opens this name as a private database in memory (a backup's or a restore's working copy).
 IN_MEMORY = Path(":memory:")
 # Bytes 18 and 19 of a database file say "WAL" (2) or "rollback journal" (1); an image in memory must say 1.
@@ -47,6 +51,7 @@ class SQLiteStore:
         self.path = path
         self._lock = threading.RLock()
         self._erasure_pending = False
+        self._batching = False
         try:
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
@@ -55,6 +60,7 @@ class SQLiteStore:
                 self._db.deserialize(_rollback_journal_image(image))
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
+            self._db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if run_migrations:
@@ -64,6 +70,25 @@ class SQLiteStore:
 
     def _migrate(self) -> None:
         migrate(self._db, "migrations")
+        self._backfill_postings()
+
+    def _backfill_postings(self) -> None:
+        """A store indexed before schema 4 has index rows without postings: derive them once, atomically."""
+        if self._db.execute("SELECT 1 FROM lexical_index_terms LIMIT 1").fetchone() is not None:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            rows = self._db.execute(
+                f"SELECT f.rowid, r.tenant, r.workspace, {', '.join('f.' + c for c in FTS_COLUMNS)}"  # noqa: S608
+                " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rowid ORDER BY f.rowid"
+            ).fetchall()
+            written = postings.backfill(self._db, rows)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        if written:
+            logger.info("derived the impact-ordered postings of %d indexed records", written)
 
     def _commit(self) -> None:
         self._db.execute("COMMIT")
@@ -88,6 +113,10 @@ class SQLiteStore:
     @contextmanager
     def write(self, *, synced: bool = True) -> Iterator[SQLiteTx]:
         with self._lock:
+            if self._batching:
+                with self._savepoint() as tx:
+                    yield tx
+                return
             if not synced:
                 self._synchronous("NORMAL")
             try:
@@ -105,6 +134,58 @@ class SQLiteStore:
             if self._erasure_pending:
                 self.erase_physically()
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction (and one sync) for every write inside the block, each write a savepoint of
+        it: a write that fails rolls back alone, and none is durable before the block's commit, which
+        raises MUTATION_OUTCOME_UNKNOWN when it fails. The thread holds the store for the whole block."""
+        with self._lock:
+            if self._batching:
+                raise RuntimeError("batches do not nest")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+            self._batching = True
+            try:
+                yield
+            except BaseException:
+                self._batching = False
+                self._rollback()
+                raise
+            self._batching = False
+            try:
+                self._commit()
+            except sqlite3.Error as exc:
+                self._rollback()
+                logger.error("batch commit failed: %s", type(exc).__name__)
+                raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from exc
+            if self._erasure_pending:
+                self.erase_physically()
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[SQLiteTx]:
+        try:
+            self._db.execute("SAVEPOINT batch_write")
+        except sqlite3.Error as exc:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        try:
+            yield SQLiteTx(self._db)
+        except BaseException as exc:
+            try:
+                self._db.execute("ROLLBACK TO batch_write")
+                self._db.execute("RELEASE batch_write")
+            except sqlite3.Error:
+                logger.error("savepoint rollback failed")
+            if isinstance(exc, (sqlite3.Error, StoreInvariantError)):
+                logger.error("write failed inside a batch: %s", type(exc).__name__)
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+            raise
+        try:
+            self._db.execute("RELEASE batch_write")
+        except sqlite3.Error as exc:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
     def _synchronous(self, level: str) -> None:
         """In WAL mode NORMAL skips the commit's sync; the WAL stays ordered, so nothing is ever torn."""
         try:
@@ -115,6 +196,9 @@ class SQLiteStore:
     @contextmanager
     def read(self) -> Iterator[SQLiteTx]:
         with self._lock:
+            if self._batching:  # the batch's own thread reads what it has written so far
+                yield SQLiteTx(self._db)
+                return
             with self._transaction("BEGIN") as tx:
                 yield tx
             self._rollback()
@@ -129,6 +213,9 @@ class SQLiteStore:
     def erase_physically(self) -> bool:
         """Copies the WAL into the (secure-deleting) main file and truncates it to zero bytes."""
         with self._lock:
+            if self._batching:  # nothing is erased before the batch commits
+                self._erasure_pending = True
+                return False
             try:
                 row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             except sqlite3.Error:

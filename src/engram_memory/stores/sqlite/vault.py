@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
@@ -28,6 +29,8 @@ class SQLiteKeyVault:
     def __init__(self, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self.path = path
         self._lock = threading.RLock()
+        self._batching = False
+        self._deferred: list[tuple[bool, list[str], int]] = []  # (final, owner ids, at_ms) of a batch
         try:
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
@@ -84,12 +87,56 @@ class SQLiteKeyVault:
             return False
         return True
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every key put inside the block commits (and syncs) once, when it ends; keys retired or
+        destroyed inside it wait for run_deferred, which the caller runs once the store has committed
+        what ended their bodies."""
+        with self._lock:
+            if self._batching:
+                raise RuntimeError("batches do not nest")
+            self._deferred = []
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+            self._batching = True
+            try:
+                yield
+            except BaseException:
+                self._batching = False
+                self._deferred = []
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._batching = False
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._deferred = []
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    def run_deferred(self) -> bool:
+        """Retires and destroys what the last batch set aside; True when every key is gone."""
+        with self._lock:
+            deferred, self._deferred = self._deferred, []
+            retired = [owner for final, owners, _ in deferred if not final for owner in owners]
+            destroyed = [owner for final, owners, _ in deferred if final for owner in owners]
+            at_ms = max((at for _, _, at in deferred), default=0)
+            done = self.retire(retired, at_ms)
+            return self.destroy(destroyed, at_ms) and done
+
     def retire(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """Idempotent. Committed without a sync of its own: lost to a power cut, the key is swept later
         (housekeeping), and the next synced commit or checkpoint carries it to disk anyway."""
         if not owner_ids:
             return True
         with self._lock:
+            if self._batching:
+                self._deferred.append((False, list(owner_ids), at_ms))
+                return True
             try:
                 self._db.execute("PRAGMA synchronous = NORMAL")
             except sqlite3.Error:
@@ -107,6 +154,9 @@ class SQLiteKeyVault:
         if not owner_ids:
             return True
         with self._lock:
+            if self._batching:
+                self._deferred.append((True, list(owner_ids), at_ms))
+                return True
             if not self._delete_keys(owner_ids, at_ms):
                 return False
             try:

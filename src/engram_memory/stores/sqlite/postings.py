@@ -1,0 +1,116 @@
+"""Impact-ordered postings: how the embedded store finds a query's likely best memories without
+scoring every memory that shares a common word with it.
+
+Each posting is (scope, token, impact, record rowid), kept in impact order, written and deleted with
+the record's FTS5 row. A search reads at most TERM_DEPTH postings per query term, best first, so its
+cost no longer grows with how many memories hold the term. A term with no more postings than that is
+read whole; deeper postings of a common term can only add that term's share to a memory that the
+other terms did not already bring in. The engine re-scores the pool with exact BM25F.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+
+from engram_memory.engine.ports import Scope
+from engram_memory.engine.ranking import FIELDS, IMPACT_SCALE, idf, term_impacts
+from engram_memory.engine.text import STOP_WORDS, stem
+
+# Postings read per query term: a term held by fewer memories is read whole.
+TERM_DEPTH = 5000
+# Stop words are two fifths of a memory's distinct tokens and almost never query terms (the engine
+# drops them from any query that has another word), so they are counted but get no postings; a
+# query that needs one is answered from FTS5 (see unposted).
+UNPOSTED: frozenset[str] = frozenset(stem(word) for word in STOP_WORDS)
+
+
+def scope_key(scope: Scope) -> int:
+    """A scope's 64-bit key in the postings tables (a collision could only widen a candidate pool: the
+    records join checks tenant and workspace)."""
+    return int.from_bytes(hashlib.sha256(scope.ref.encode("utf-8")).digest()[:8], "big", signed=True)
+
+
+def add(db: sqlite3.Connection, scope: Scope, rid: int, fields: Mapping[str, str]) -> None:
+    key = scope_key(scope)
+    impacts = term_impacts(fields)
+    db.executemany(
+        "INSERT INTO lexical_index_postings (scope_key, term, neg_impact, rid) VALUES (?, ?, ?, ?)",
+        [(key, term, -impact, rid) for term, impact in impacts.items() if term not in UNPOSTED],
+    )
+    db.executemany(
+        "INSERT INTO lexical_index_terms (scope_key, term, docs) VALUES (?, ?, 1)"
+        " ON CONFLICT (scope_key, term) DO UPDATE SET docs = docs + 1",
+        [(key, term) for term in impacts],
+    )
+
+
+def drop(db: sqlite3.Connection, scope: Scope, rid: int, fields: Mapping[str, str]) -> None:
+    """Deletes exactly what `add` wrote for these fields; a term held by no memory leaves no row."""
+    key = scope_key(scope)
+    impacts = term_impacts(fields)
+    db.executemany(
+        "DELETE FROM lexical_index_postings WHERE scope_key = ? AND term = ? AND neg_impact = ? AND rid = ?",
+        [(key, term, -impact, rid) for term, impact in impacts.items() if term not in UNPOSTED],
+    )
+    db.executemany(
+        "UPDATE lexical_index_terms SET docs = docs - 1 WHERE scope_key = ? AND term = ?",
+        [(key, term) for term in impacts],
+    )
+    db.executemany(
+        "DELETE FROM lexical_index_terms WHERE scope_key = ? AND term = ? AND docs <= 0",
+        [(key, term) for term in impacts],
+    )
+
+
+def unposted(terms: Sequence[str]) -> bool:
+    """Whether some term has no postings (a stop word), so that only FTS5 can find its memories."""
+    return any(term in UNPOSTED for term in terms)
+
+
+def doc_counts(db: sqlite3.Connection, scope: Scope, terms: Sequence[str]) -> dict[str, int]:
+    key = scope_key(scope)
+    counts = dict.fromkeys(terms, 0)
+    for term in counts:
+        row = db.execute(
+            "SELECT docs FROM lexical_index_terms WHERE scope_key = ? AND term = ?", (key, term)
+        ).fetchone()
+        if row is not None:
+            counts[term] = int(row[0])
+    return counts
+
+
+def best(db: sqlite3.Connection, scope: Scope, terms: Sequence[str], doc_count: int, limit: int) -> list[int]:
+    """The rowids of the `limit` memories with the most idf-weighted impact over the postings read
+    (ties by rowid), best first. SQLite merges the lists, so no posting passes through Python."""
+    key = scope_key(scope)
+    counts = doc_counts(db, scope, terms)
+    weighted = [(term, idf(docs, doc_count) / IMPACT_SCALE) for term, docs in counts.items() if docs]
+    if not weighted:
+        return []
+    lists = " UNION ALL ".join(
+        "SELECT * FROM (SELECT rid, neg_impact * ? AS share FROM lexical_index_postings"
+        " WHERE scope_key = ? AND term = ? ORDER BY neg_impact, rid LIMIT ?)"
+        for _ in weighted
+    )
+    params: list[object] = []
+    for term, weight in weighted:
+        params += [weight, key, term, TERM_DEPTH]
+    rows = db.execute(
+        f"SELECT rid FROM ({lists}) GROUP BY rid ORDER BY sum(share), rid LIMIT ?",  # noqa: S608
+        [*params, limit],
+    )
+    return [int(row[0]) for row in rows]
+
+
+def backfill(db: sqlite3.Connection, rows: Iterable[Sequence[object]]) -> int:
+    """Writes the postings of index rows (rowid, tenant, workspace, field texts in FIELDS order) that
+    a store indexed before it kept postings; returns how many rows it wrote for."""
+    written = 0
+    for row in rows:
+        rid, tenant, workspace, *texts = row
+        fields = {name: str(text or "") for name, text in zip(FIELDS, texts, strict=True)}
+        add(db, Scope(tenant=str(tenant), workspace=str(workspace)), int(str(rid)), fields)
+        written += 1
+    return written
