@@ -12,7 +12,7 @@ import hmac
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engram_memory.contract.binding import Binding
@@ -31,9 +31,12 @@ from engram_memory.engine import admit, capture, recall, removal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.gate import ConfirmationError, approve, deny, effective_status
+from engram_memory.engine.policy import AdmissionPolicy
 from engram_memory.engine.ports import AuditRow, ConfirmationRow
 
 logger = logging.getLogger(__name__)
+
+_AUDIT_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str)
 
 Operation = Callable[[Deps, Call, Mapping[str, Any]], dict[str, Any]]
 
@@ -61,6 +64,14 @@ def _purpose_argument(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
     return None if value is None else str(value)
 
 
+class _PinnedPolicy:
+    def __init__(self, policy: AdmissionPolicy) -> None:
+        self._policy = policy
+
+    def current(self) -> AdmissionPolicy:
+        return self._policy
+
+
 @dataclass(frozen=True, slots=True)
 class ImportOutcome:
     """One imported item: the capture's envelope, and the admission's when the capture made a candidate."""
@@ -74,7 +85,7 @@ class Engine:
         self.deps = deps
 
     def _mac(self, value: Any) -> str:
-        data = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str)
+        data = _AUDIT_ENCODER.encode(value)
         return "hmac-sha256:" + hmac.new(self.deps.audit_key, data.encode("ascii"), hashlib.sha256).hexdigest()
 
     def handle(self, binding: Binding | None, tool_name: str, arguments: object) -> dict[str, Any]:
@@ -162,6 +173,12 @@ class Engine:
         """
         outcomes: list[ImportOutcome] = []
         store, vault = self.deps.store, self.deps.vault
+        # One transaction, one policy: every item is decided under the policy in force when it began
+        # (unreadable, each call reports it as its own envelope would).
+        try:
+            engine = Engine(replace(self.deps, policies=_PinnedPolicy(self.deps.policies.current())))
+        except ContractError:
+            engine = self
         try:
             with store.batch(), vault.batch():
                 for arguments, admission_key in items:

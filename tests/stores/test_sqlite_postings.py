@@ -1,0 +1,119 @@
+"""The embedded store's impact-ordered postings: kept exactly with the FTS5 rows, derived for an older
+store, read only as deep as TERM_DEPTH, and bypassed for a stop word."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from engram_memory.engine.ports import Scope
+from engram_memory.engine.text import query_terms
+from engram_memory.host.settings import HostPaths
+from engram_memory.stores.sqlite import postings
+from engram_memory.stores.sqlite.queries import _match_expression
+from engram_memory.stores.sqlite.store import SQLiteStore
+from tests.support.clocks import ManualClock
+from tests.support.engines import steered_engine
+from tests.support.homes import bind
+from tests.support.inprocess import InProcessAgent
+
+NOTES = [
+    "The ferry to Aland leaves at six from the west pier.",
+    "Ferry tickets are cheaper when booked a week ahead.",
+    "The west pier is closed for repairs until March.",
+    "Lunch on the ferry is served from noon.",
+    "She has been to Aland twice and loved the ferry ride.",
+]
+
+
+def _agent_scope(paths: HostPaths) -> tuple[Scope, str]:
+    binding = bind(paths).binding
+    return Scope(binding.tenant, binding.workspace), binding.purpose_ref
+
+
+def _fts_counts(db: sqlite3.Connection, scope: Scope, terms: list[str]) -> dict[str, int]:
+    return {
+        term: db.execute(
+            "SELECT count(*) FROM lexical_index WHERE lexical_index MATCH ?", (_match_expression(scope, [term]),)
+        ).fetchone()[0]
+        for term in terms
+    }
+
+
+def test_term_counts_equal_the_full_text_index_counts(sqlite_paths: HostPaths) -> None:
+    paths = sqlite_paths
+    scope, _ = _agent_scope(paths)
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        for note in NOTES:
+            agent.remember(note)
+    terms = ["ferri", "aland", "pier", "west", "noon", "the", "absent"]
+    with sqlite3.connect(paths.sqlite_file) as db:
+        assert postings.doc_counts(db, scope, terms) == _fts_counts(db, scope, terms)
+
+
+def test_forgetting_the_last_holder_of_a_term_leaves_no_row_of_it(sqlite_paths: HostPaths) -> None:
+    paths = sqlite_paths
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        kept = agent.remember("The quorum spans three zones.")
+        gone = agent.remember("The quorum uses the zanzibarquux protocol.")
+        forget = {"record_id": gone, "idempotency_key": "forget-key-000001", "reason_ref": "reason:test"}
+        assert agent.error_code("engram_memory_forget", forget) == "gate_failed"
+        confirmation = engine.confirmations()[0][0].confirmation_id
+        engine.approve_confirmation(confirmation, decided_by="host:test", ttl_ms=60_000)
+        agent.value("engram_memory_forget", forget)
+        assert agent.found_ids("quorum") == [kept]
+    with sqlite3.connect(paths.sqlite_file) as db:
+        for table in ("lexical_index_postings", "lexical_index_terms"):
+            assert db.execute(f"SELECT count(*) FROM {table} WHERE term = 'zanzibarquux'").fetchone() == (0,)  # noqa: S608
+        assert db.execute("SELECT docs FROM lexical_index_terms WHERE term = 'quorum'").fetchone() == (1,)
+
+
+def test_a_store_indexed_before_postings_gets_them_when_it_opens(sqlite_paths: HostPaths) -> None:
+    paths = sqlite_paths
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        ids = [agent.remember(note) for note in NOTES]
+    with sqlite3.connect(paths.sqlite_file) as db:
+        before = db.execute("SELECT * FROM lexical_index_postings ORDER BY 1, 2, 3, 4").fetchall()
+        terms = db.execute("SELECT * FROM lexical_index_terms ORDER BY 1, 2").fetchall()
+        db.execute("DELETE FROM lexical_index_postings")
+        db.execute("DELETE FROM lexical_index_terms")
+    SQLiteStore(paths.sqlite_file).close()
+    with sqlite3.connect(paths.sqlite_file) as db:
+        assert db.execute("SELECT * FROM lexical_index_postings ORDER BY 1, 2, 3, 4").fetchall() == before
+        assert db.execute("SELECT * FROM lexical_index_terms ORDER BY 1, 2").fetchall() == terms
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        assert agent.found_ids("west pier repairs")[:1] == [ids[2]]
+
+
+def test_a_common_term_is_read_only_as_deep_as_term_depth(
+    sqlite_paths: HostPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With depth 2, only the two memories where "ferri" weighs most can come from its postings."""
+    paths = sqlite_paths
+    scope, _ = _agent_scope(paths)
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        short = agent.remember("Ferry ferry.")
+        shorter = agent.remember("Ferry.")
+        for note in NOTES:
+            agent.remember(note)
+    monkeypatch.setattr(postings, "TERM_DEPTH", 2)
+    with sqlite3.connect(paths.sqlite_file) as db:
+        rid = dict(db.execute("SELECT record_id, rid FROM records").fetchall())
+        found = postings.best(db, scope, ["ferri"], doc_count=7, limit=10)
+    assert sorted(found) == sorted([rid[short], rid[shorter]])
+
+
+def test_a_query_of_stop_words_is_answered_from_the_full_text_index(sqlite_paths: HostPaths) -> None:
+    paths = sqlite_paths
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        record_id = agent.remember("To be or not to be.")
+        agent.remember("A memory about something else entirely.")
+        assert postings.unposted(query_terms("to be or not"))
+        assert agent.found_ids("to be or not")[:1] == [record_id]
