@@ -117,3 +117,12 @@ def test_a_lost_batch_commit_is_an_unknown_outcome_and_the_import_can_be_sent_ag
         assert statuses == ["accepted"] * 5
         with raw_store(paths) as db:
             assert db.count("records") == 5
+
+
+def test_an_import_without_a_readable_policy_reports_it_for_each_item(paths: HostPaths, steered: Engine) -> None:
+    binding = bind(paths).binding
+    paths.policy.write_text("this is not = = toml", encoding="utf-8")
+    outcomes = steered.import_memories(binding, _items(["One.", "Two."]))
+    assert [o.captured["error"]["code"] for o in outcomes] == ["POLICY_UNAVAILABLE"] * 2
+    with raw_store(paths) as db:
+        assert db.count("candidates") == 0

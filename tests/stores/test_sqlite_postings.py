@@ -67,7 +67,7 @@ def test_forgetting_the_last_holder_of_a_term_leaves_no_row_of_it(sqlite_paths: 
         assert agent.found_ids("quorum") == [kept]
     with sqlite3.connect(paths.sqlite_file) as db:
         for table in ("lexical_index_postings", "lexical_index_terms"):
-            assert db.execute(f"SELECT count(*) FROM {table} WHERE term = 'zanzibarquux'").fetchone() == (0,)  # noqa: S608
+            assert db.execute(f"SELECT count(*) FROM {table} WHERE term = 'zanzibarquux'").fetchone() == (0,)
         assert db.execute("SELECT docs FROM lexical_index_terms WHERE term = 'quorum'").fetchone() == (1,)
 
 

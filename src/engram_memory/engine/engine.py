@@ -182,14 +182,14 @@ class Engine:
         try:
             with store.batch(), vault.batch():
                 for arguments, admission_key in items:
-                    captured = self.handle(binding, Tool.CAPTURE.value, arguments)
+                    captured = engine.handle(binding, Tool.CAPTURE.value, arguments)
                     admitted = None
                     if captured["ok"] and captured["output"]["value"].get("candidate_id"):
                         request = {
                             "candidate_id": captured["output"]["value"]["candidate_id"],
                             "idempotency_key": admission_key,
                         }
-                        admitted = self.handle(binding, Tool.REQUEST_ADMISSION.value, request)
+                        admitted = engine.handle(binding, Tool.REQUEST_ADMISSION.value, request)
                     outcomes.append(ImportOutcome(captured, admitted))
         except ContractError as error:
             raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from error
