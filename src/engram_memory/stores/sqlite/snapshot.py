@@ -18,6 +18,8 @@ from engram_memory.stores.sqlite.queries import SQLiteTx
 # archived nor counted (a restore rebuilds both).
 INDEX_TABLE = "lexical_index"
 VECTOR_TABLE = "record_vectors"
+# The impact-ordered postings beside the index (stores/sqlite/postings.py): tokens too, never archived.
+POSTINGS_TABLES = (f"{INDEX_TABLE}_postings", f"{INDEX_TABLE}_terms")
 _LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
 
 
@@ -137,6 +139,8 @@ class SnapshotQueries:
         """
         # Spans scopes: the whole index of the copy goes, every scope's statistics with it.
         self._db.execute(f"DELETE FROM {INDEX_TABLE}")  # noqa: S608
+        for table in POSTINGS_TABLES:
+            self._db.execute(f"DELETE FROM {table}")  # noqa: S608
         self._db.execute(f"DELETE FROM {VECTOR_TABLE}")  # noqa: S608
         self._db.execute(f"INSERT INTO {INDEX_TABLE} ({INDEX_TABLE}) VALUES ('optimize')")  # noqa: S608
         zeroes = ", ".join(f"{column} = 0" for column in ("doc_count", *_LEN_COLUMNS))
