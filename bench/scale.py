@@ -214,6 +214,7 @@ def ingest(
     stored = Stored(ids={}, notes={})
     names = [f"workspace-{n + 1:04d}" for n in range(workspaces)]
     at_ms = 1_700_000_000_000
+    batch = max(1, min(batch, -(-records // workspaces)))  # every workspace gets its share
     with open_engine(paths, semantic=semantic) as engine:
         bindings = {name: bench_binding(paths, tenant=TENANT, workspace=name, purpose=PURPOSE) for name in names}
         started = time.perf_counter()
