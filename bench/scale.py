@@ -349,7 +349,10 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     semantic = options.channels == "hybrid"
     with tempfile.TemporaryDirectory(prefix="engram-scale-") as scratch:
         paths = HostPaths(home=Path(scratch) / "home")
-        init_home(paths, None if options.store == "sqlite" else options.store)
+        if options.store == "sqlite":
+            init_home(paths)
+        else:
+            init_home(paths, options.store, app_role=options.app_role)
         stored, ingest_s = ingest(paths, corpus, options.records, options.workspaces, semantic, options.batch)
         rss_after_ingest = peak_rss_mb()
         local = in_process(paths, corpus, stored, options.ops, semantic)
@@ -388,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, required=True)
     parser.add_argument("--workspaces", type=int, default=1)
     parser.add_argument("--store", default="sqlite", help="sqlite, or a postgresql:// URL of an empty database")
+    parser.add_argument(
+        "--app-role", help="with --store postgresql://…: the runtime role `serve` answers agent calls as"
+    )
     parser.add_argument("--channels", choices=["lexical", "hybrid"], default="lexical")
     parser.add_argument(
         "--batch", type=int, default=2000, help="captures+admissions per import commit (1: one call at a time)"
@@ -404,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--ops must be at least 1,000")
     if options.store != "sqlite" and not options.store.startswith("postgresql://"):
         parser.error("--store is sqlite or a postgresql:// URL")
+    if options.store.startswith("postgresql://") and not options.no_stdio and not options.app_role:
+        parser.error("--app-role is needed for the stdio measurements on PostgreSQL (or pass --no-stdio)")
     result = run(options)
     if options.results is not None:
         with options.results.open("a", encoding="utf-8") as sink:
