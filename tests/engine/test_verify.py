@@ -426,6 +426,35 @@ def test_verify_names_projection_stale_when_the_index_fails_its_own_check(
     }
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        # one posting of the record lost
+        "DELETE FROM lexical_index_postings WHERE (scope_key, term, neg_impact, rid) IN"
+        " (SELECT scope_key, term, neg_impact, rid FROM lexical_index_postings WHERE rid = :rid LIMIT 1)",
+        # its impacts changed
+        "UPDATE lexical_index_postings SET neg_impact = neg_impact - 1 WHERE rid = :rid",
+        # a term count off by one
+        "UPDATE lexical_index_terms SET docs = docs + 1 WHERE term = (SELECT min(term) FROM lexical_index_terms)",
+    ],
+    ids=["posting-lost", "impact-changed", "count-off"],
+)
+def test_verify_names_projection_stale_when_the_postings_disagree_with_the_index(
+    sqlite_paths: HostPaths, damage: str
+) -> None:
+    paths = sqlite_paths
+    session = _populate(paths)
+    assert _verify(paths, full=True).problems == []
+    with raw_store(paths) as db:
+        rid = _rid(db, session.kept)
+        assert db.count("lexical_index_postings", "rid = ?", (rid,)) > 0
+        db.execute(damage.replace(":rid", str(rid)))
+    report = _verify(paths, full=True)
+    assert (ErrorCode.PROJECTION_STALE, "the full-text index fails its own integrity check") in {
+        (p.code, p.detail) for p in report.problems
+    }
+
+
 # -- a damaged file -------------------------------------------------------------------------------
 
 

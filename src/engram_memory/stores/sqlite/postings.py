@@ -11,8 +11,9 @@ other terms did not already bring in. The engine re-scores the pool with exact B
 from __future__ import annotations
 
 import hashlib
+import itertools
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from engram_memory.engine.ports import Scope
 from engram_memory.engine.ranking import FIELDS, IMPACT_SCALE, idf, term_impacts
@@ -24,6 +25,14 @@ TERM_DEPTH = 5000
 # drops them from any query that has another word), so they are counted but get no postings; a
 # query that needs one is answered from FTS5 (see unposted).
 UNPOSTED: frozenset[str] = frozenset(stem(word) for word in STOP_WORDS)
+
+
+# Every index row with its scope and field texts, in rowid order.
+INDEX_ROWS = (
+    "SELECT f.rowid, r.tenant, r.workspace, "  # noqa: S608 (column names from FIELDS)
+    + ", ".join(f"f.f_{name}" for name in FIELDS)
+    + " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rowid ORDER BY f.rowid"
+)
 
 
 def scope_key(scope: Scope) -> int:
@@ -102,6 +111,30 @@ def best(db: sqlite3.Connection, scope: Scope, terms: Sequence[str], doc_count: 
         [*params, limit],
     )
     return [int(row[0]) for row in rows]
+
+
+def consistent(db: sqlite3.Connection) -> bool:
+    """Whether the postings and term counts are exactly what the FTS5 rows imply (the store's own check;
+    streams both sides in rowid order, so memory stays flat however large the store)."""
+    rows = db.execute(INDEX_ROWS)
+    expected_counts: dict[tuple[int, str], int] = {}
+
+    def expected() -> Iterator[tuple[int, int, str, int]]:
+        for rid, tenant, workspace, *texts in rows:
+            key = scope_key(Scope(tenant=str(tenant), workspace=str(workspace)))
+            impacts = term_impacts({name: str(text or "") for name, text in zip(FIELDS, texts, strict=True)})
+            for term in impacts:
+                expected_counts[(key, term)] = expected_counts.get((key, term), 0) + 1
+            for term in sorted(impacts):
+                if term not in UNPOSTED:
+                    yield (int(rid), key, term, -impacts[term])
+
+    stored = db.execute("SELECT rid, scope_key, term, neg_impact FROM lexical_index_postings ORDER BY rid, term")
+    for want, have in itertools.zip_longest(expected(), stored):
+        if have is None or want != tuple(have):
+            return False
+    counts = db.execute("SELECT scope_key, term, docs FROM lexical_index_terms").fetchall()
+    return {(int(key), str(term)): int(docs) for key, term, docs in counts} == expected_counts
 
 
 def backfill(db: sqlite3.Connection, rows: Iterable[Sequence[object]]) -> int:

@@ -180,13 +180,14 @@ class SQLiteTx(SqlTx):
         return int(self._db.execute("SELECT count(*) FROM lexical_index").fetchone()[0])
 
     def index_integrity_ok(self) -> bool:
+        """FTS5's own check, then the postings and term counts against the FTS5 rows."""
         try:
             self._db.execute("INSERT INTO lexical_index (lexical_index) VALUES ('integrity-check')")
         except sqlite3.DatabaseError as exc:
             if "malformed" in str(exc) or "corrupt" in str(exc):
                 return False
             raise
-        return True
+        return postings.consistent(self._db)
 
     def indexed_counts(self) -> dict[Scope | None, int]:
         # Spans scopes on purpose: statistics are the host's view of the whole store.

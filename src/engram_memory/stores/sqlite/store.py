@@ -18,7 +18,7 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sqlite import postings
 from engram_memory.stores.sqlite.migrate import migrate
-from engram_memory.stores.sqlite.queries import FTS_COLUMNS, SQLiteTx
+from engram_memory.stores.sqlite.queries import SQLiteTx
 from engram_memory.stores.sqlite.snapshot import SnapshotQueries
 
 logger = logging.getLogger(__name__)
@@ -78,10 +78,7 @@ class SQLiteStore:
             return
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            rows = self._db.execute(
-                f"SELECT f.rowid, r.tenant, r.workspace, {', '.join('f.' + c for c in FTS_COLUMNS)}"  # noqa: S608
-                " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rowid ORDER BY f.rowid"
-            ).fetchall()
+            rows = self._db.execute(postings.INDEX_ROWS).fetchall()
             written = postings.backfill(self._db, rows)
             self._db.execute("COMMIT")
         except BaseException:
