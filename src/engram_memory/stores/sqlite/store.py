@@ -74,7 +74,10 @@ class SQLiteStore:
 
     def _backfill_postings(self) -> None:
         """A store indexed before schema 4 has index rows without postings: derive them once, atomically."""
-        if self._db.execute("SELECT 1 FROM lexical_index_terms LIMIT 1").fetchone() is not None:
+        if (
+            self._db.execute("SELECT 1 FROM lexical_index_terms LIMIT 1").fetchone() is not None
+            or self._db.execute("SELECT 1 FROM lexical_index LIMIT 1").fetchone() is None
+        ):
             return
         self._db.execute("BEGIN IMMEDIATE")
         try:
