@@ -115,5 +115,18 @@ def test_a_query_of_stop_words_is_answered_from_the_full_text_index(sqlite_paths
         agent = InProcessAgent(engine, bind(paths).binding)
         record_id = agent.remember("To be or not to be.")
         agent.remember("A memory about something else entirely.")
-        assert postings.unposted(query_terms("to be or not"))
+        assert postings.posted(query_terms("to be or not")) == []
         assert agent.found_ids("to be or not")[:1] == [record_id]
+
+
+def test_a_stop_word_among_other_words_only_adds_to_the_scores(sqlite_paths: HostPaths) -> None:
+    """'owned' stems to the stop word 'own': the other word finds the memories, both score them."""
+    paths = sqlite_paths
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        both = agent.remember("The dolphin he owned lived in the bay.")
+        one = agent.remember("A dolphin swam past the pier.")
+        agent.remember("He owned a small boat.")
+        terms = query_terms("owned dolphin")
+        assert postings.posted(terms) == ["dolphin"] and "own" in terms
+        assert agent.found_ids("owned dolphin")[:2] == [both, one]

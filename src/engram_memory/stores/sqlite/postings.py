@@ -22,8 +22,8 @@ from engram_memory.engine.text import STOP_WORDS, stem
 # Postings read per query term: a term held by fewer memories is read whole.
 TERM_DEPTH = 5000
 # Stop words are two fifths of a memory's distinct tokens and almost never query terms (the engine
-# drops them from any query that has another word), so they are counted but get no postings; a
-# query that needs one is answered from FTS5 (see unposted).
+# drops them from any query that has another word), so they are counted but get no postings (see
+# posted).
 UNPOSTED: frozenset[str] = frozenset(stem(word) for word in STOP_WORDS)
 
 
@@ -73,9 +73,10 @@ def drop(db: sqlite3.Connection, scope: Scope, rid: int, fields: Mapping[str, st
     )
 
 
-def unposted(terms: Sequence[str]) -> bool:
-    """Whether some term has no postings (a stop word), so that only FTS5 can find its memories."""
-    return any(term in UNPOSTED for term in terms)
+def posted(terms: Sequence[str]) -> list[str]:
+    """The terms that have postings. A stop word among other words only adds to the scores of what they
+    find (its idf is low by nature); a query of stop words alone goes to FTS5."""
+    return [term for term in terms if term not in UNPOSTED]
 
 
 def doc_counts(db: sqlite3.Connection, scope: Scope, terms: Sequence[str]) -> dict[str, int]:

@@ -91,15 +91,17 @@ class SQLiteTx(SqlTx):
     ) -> list[IndexedDoc]:
         if not terms:
             return []
-        # The postings give the likely best rowids first (postings.py); records and field texts are read
+        # The postings give the likely best rowids first (postings.py), from the terms that have postings
+        # (a stop word among other words only adds to the scores); records and field texts are read
         # for those few. Index rows are exactly the scope's accepted_current records, so only validity
         # and expiry can drop one: when they drop so many that fewer than `limit` remain of a full
         # batch, FTS5 filters the whole match set instead.
         batch = limit + 32
-        if postings.unposted(terms):
+        posted = postings.posted(terms)
+        if not posted:
             return self._fts_candidates(scope, terms, valid_at_ms, limit)
         doc_count = self.index_stats(scope).doc_count
-        top = postings.best(self._db, scope, terms, doc_count, batch)
+        top = postings.best(self._db, scope, posted, doc_count, batch)
         if not top:
             return []
         rows = self._eligible_rows(scope, top, valid_at_ms)
