@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--channels", choices=["lexical", "hybrid"], default="lexical")
     parser.add_argument(
-        "--batch", type=int, default=2000, help="captures+admissions per import commit (1: one call at a time)"
+        "--batch", type=int, default=5000, help="captures+admissions per import commit (1: one call at a time)"
     )
     parser.add_argument("--ops", type=int, default=1000, help="operations per measurement (at least 1,000)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="a folder of LoCoMo-format files")
