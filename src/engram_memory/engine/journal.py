@@ -11,7 +11,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engram_memory.contract.canonical import JOURNAL_DOMAIN, JOURNAL_GENESIS_DOMAIN, digest
+from engram_memory.contract.canonical import (
+    JOURNAL_DOMAIN,
+    JOURNAL_GENESIS_DOMAIN,
+    canonical_json,
+    digest,
+    digest_bytes,
+)
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.ids import new_event_id
 from engram_memory.contract.states import CandidateState, RecordState
@@ -64,6 +70,7 @@ def next_event(
         "actor": dict(actor),
         "data": dict(data),
     }
+    body_json = canonical_json(body)
     return JournalEvent(
         scope=scope,
         cursor=cursor,
@@ -72,8 +79,9 @@ def next_event(
         at_ms=at_ms,
         body=body,
         prev_digest=head.digest,
-        event_digest=event_digest(body),
+        event_digest=digest_bytes(JOURNAL_DOMAIN, body_json),
         affects_records=kind in RECORD_EVENTS,
+        body_json=body_json,
     )
 
 

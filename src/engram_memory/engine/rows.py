@@ -42,6 +42,8 @@ class JournalEvent:
     prev_digest: str
     event_digest: str
     affects_records: bool
+    # The body's canonical JSON when the engine has just computed it for the digest (stores keep it as is).
+    body_json: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,7 @@ class SqlTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
                 event.event_id,
                 event.kind,
                 event.at_ms,
-                canonical_json(dict(event.body)).decode("utf-8"),
+                (event.body_json or canonical_json(dict(event.body))).decode("utf-8"),
                 event.prev_digest,
                 event.event_digest,
                 int(event.affects_records),
