@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from engram_memory.engine.ports import Scope
 from engram_memory.engine.text import query_terms
 from engram_memory.host.compose import init_home, open_engine, store_settings
@@ -297,10 +299,15 @@ def in_process(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, seman
     return {"search": searches, "get": gets, "floor": floors}
 
 
-def over_stdio(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, semantic: bool) -> dict[str, list[float]]:
-    """capture+admission and search through the SDK's client and a real `serve` process."""
-    from anyio.from_thread import start_blocking_portal
+def over_stdio(
+    paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, semantic: bool, in_flight: int
+) -> dict[str, Any]:
+    """capture+admission and search through the SDK's client and a real `serve` process.
 
+    Writes are measured twice: one agent making one call at a time (the latency of a pair), and
+    `in_flight` pairs outstanding at once on the same session, as an agent's parallel tool calls or a
+    host's several agents send them (the server's throughput; it groups what queues up into one commit).
+    """
     from mcp import Client, StdioServerParameters
 
     name = sorted(stored.ids)[0]
@@ -310,38 +317,57 @@ def over_stdio(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, seman
         command=sys.executable, args=["-m", "engram_memory", "serve", "--home", str(paths.home)], env=env
     )
     pick = random.Random(SEED + 2)
+    notes = stored.notes[name]
     writes: list[float] = []
     searches: list[float] = []
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(params)) as client:
+    parallel_s = 0.0
 
-        def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            result = portal.call(client.call_tool, tool, arguments)
-            envelope = result.structured_content
-            if not isinstance(envelope, dict) or not envelope.get("ok"):
-                raise SystemExit(f"{tool} over stdio failed: {envelope}")
-            value: dict[str, Any] = envelope["output"]["value"]
-            return value
+    async def measure() -> None:
+        nonlocal parallel_s
+        async with Client(params) as client:
 
-        for n in range(ops):
-            note = corpus.note()
+            async def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+                result = await client.call_tool(tool, arguments)
+                envelope = result.structured_content
+                if not isinstance(envelope, dict) or not envelope.get("ok"):
+                    raise SystemExit(f"{tool} over stdio failed: {envelope}")
+                value: dict[str, Any] = envelope["output"]["value"]
+                return value
 
-            def write(n: int = n, note: str = note) -> None:
-                captured = call(
-                    "engram_memory_capture", capture_arguments(note, f"stdio-capture-{n:09d}", 1_800_000_000_000 + n)
-                )
-                call(
-                    "engram_memory_request_admission",
-                    {"candidate_id": captured["candidate_id"], "idempotency_key": f"stdio-admit-{n:09d}"},
-                )
+            async def write(label: str, n: int, note: str) -> None:
+                arguments = capture_arguments(note, f"{label}-capture-{n:09d}", 1_800_000_000_000 + n)
+                captured = await call("engram_memory_capture", arguments)
+                admission = {"candidate_id": captured["candidate_id"], "idempotency_key": f"{label}-admit-{n:09d}"}
+                await call("engram_memory_request_admission", admission)
 
-            writes.append(timed(write))
-        notes = stored.notes[name]
-        for _ in range(min(50, ops)):
-            call("engram_memory_search", {"query": corpus.query(pick.choice(notes)), "purpose_ref": PURPOSE})
-        for _ in range(ops):
-            arguments = {"query": corpus.query(pick.choice(notes)), "purpose_ref": PURPOSE, "limit": 10}
-            searches.append(timed(call, "engram_memory_search", arguments))
-    return {"write": writes, "search": searches}
+            for n in range(ops):
+                note = corpus.note()
+                started = time.perf_counter()
+                await write("stdio", n, note)
+                writes.append((time.perf_counter() - started) * 1000)
+
+            parallel_notes = [corpus.note() for _ in range(ops)]
+
+            async def agent(first: int) -> None:
+                for n in range(first, ops, in_flight):
+                    await write("stdio-parallel", n, parallel_notes[n])
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for first in range(in_flight):
+                    group.start_soon(agent, first)
+            parallel_s = time.perf_counter() - started
+
+            for _ in range(min(50, ops)):
+                await call("engram_memory_search", {"query": corpus.query(pick.choice(notes)), "purpose_ref": PURPOSE})
+            for _ in range(ops):
+                arguments = {"query": corpus.query(pick.choice(notes)), "purpose_ref": PURPOSE, "limit": 10}
+                started = time.perf_counter()
+                await call("engram_memory_search", arguments)
+                searches.append((time.perf_counter() - started) * 1000)
+
+    anyio.run(measure)
+    return {"write": writes, "search": searches, "parallel_per_s": ops / parallel_s}
 
 
 def run(options: argparse.Namespace) -> dict[str, Any]:
@@ -357,7 +383,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         rss_after_ingest = peak_rss_mb()
         local = in_process(paths, corpus, stored, options.ops, semantic)
         calls = per_call_writes(paths, corpus, stored, options.ops, semantic)
-        remote = over_stdio(paths, corpus, stored, options.ops, semantic) if not options.no_stdio else {}
+        remote = {} if options.no_stdio else over_stdio(paths, corpus, stored, options.ops, semantic, options.in_flight)
         size = db_mb(paths)
     result: dict[str, Any] = {
         "records": sum(len(ids) for ids in stored.ids.values()),
@@ -369,7 +395,10 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         "capture_admit_per_s": round(options.records / ingest_s, 1),
         "capture_admit_per_call_per_s": round(1000 / statistics.fmean(calls), 1),
         "capture_admit_per_call_p95_ms": round(percentile(calls, 0.95), 2),
-        "mcp_capture_admit_per_s": round(1000 / statistics.fmean(remote["write"]), 1) if remote else None,
+        "mcp_capture_admit_per_s": round(remote["parallel_per_s"], 1) if remote else None,
+        "mcp_in_flight": options.in_flight,
+        "mcp_capture_admit_one_at_a_time_per_s": round(1000 / statistics.fmean(remote["write"]), 1) if remote else None,
+        "mcp_capture_admit_p50_ms": round(percentile(remote["write"], 0.50), 2) if remote else None,
         "mcp_capture_admit_p95_ms": round(percentile(remote["write"], 0.95), 2) if remote else None,
     }
     for key, values in (("search", local["search"]), ("get", local["get"]), ("floor", local["floor"])):
@@ -401,11 +430,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", type=int, default=1000, help="operations per measurement (at least 1,000)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="a folder of LoCoMo-format files")
     parser.add_argument("--no-stdio", action="store_true", help="skip the MCP stdio measurements")
+    parser.add_argument(
+        "--in-flight", type=int, default=8, help="capture+admission pairs outstanding at once for the MCP throughput"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--results", type=Path, help="also append the JSON object as a line to this file")
     options = parser.parse_args(argv)
     if options.records < 1 or options.workspaces < 1 or options.workspaces > options.records:
         parser.error("--records must be at least 1 and at least --workspaces")
+    if options.in_flight < 1:
+        parser.error("--in-flight must be at least 1")
     if options.ops < 1000:
         parser.error("--ops must be at least 1,000")
     if options.store != "sqlite" and not options.store.startswith("postgresql://"):

@@ -73,6 +73,20 @@ class _PinnedPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentCall:
+    """One agent call as the edge received it: the verified binding (None when there is none)."""
+
+    binding: Binding | None
+    tool_name: str
+    arguments: object
+
+
+# The tools whose calls may share a commit when they arrive together: the write path an agent repeats
+# most, and the one the host import already runs as one transaction.
+GROUPED_TOOLS = frozenset({Tool.CAPTURE.value, Tool.REQUEST_ADMISSION.value})
+
+
+@dataclass(frozen=True, slots=True)
 class ImportOutcome:
     """One imported item: the capture's envelope, and the admission's when the capture made a candidate."""
 
@@ -159,6 +173,55 @@ class Engine:
         except ContractError:
             logger.error("audit row %s could not be written", audit_id)
 
+    # -- server path: calls that arrive together ---------------------------------------------
+    def handle_group(self, calls: Sequence[AgentCall]) -> list[dict[str, Any] | ProtocolFault]:
+        """Each call answered exactly as `handle` answers it alone, in order, each seeing what the
+        calls before it wrote; but calls of GROUPED_TOOLS share one store commit and one vault commit
+        (each still a savepoint of its own, so a failing call rolls back alone). No envelope is sent
+        before the shared commit, and when it fails every call of the group gets
+        MUTATION_OUTCOME_UNKNOWN: none of them is durable, and each may be sent again with its key.
+        A protocol fault comes back in the call's place, for the edge to raise."""
+        outcomes: list[dict[str, Any] | ProtocolFault] = []
+        start = 0
+        while start < len(calls):
+            end = start + 1
+            if calls[start].tool_name in GROUPED_TOOLS:
+                while end < len(calls) and calls[end].tool_name in GROUPED_TOOLS:
+                    end += 1
+            outcomes += self._shared_commit(calls[start:end]) if end - start > 1 else [self._alone(calls[start])]
+            start = end
+        return outcomes
+
+    def _alone(self, call: AgentCall) -> dict[str, Any] | ProtocolFault:
+        try:
+            return self.handle(call.binding, call.tool_name, call.arguments)
+        except ProtocolFault as fault:
+            return fault
+
+    def _shared_commit(self, calls: Sequence[AgentCall]) -> list[dict[str, Any] | ProtocolFault]:
+        store, vault = self.deps.store, self.deps.vault
+        try:
+            engine = Engine(replace(self.deps, policies=_PinnedPolicy(self.deps.policies.current())))
+        except ContractError:
+            engine = self
+        outcomes: list[dict[str, Any] | ProtocolFault] = []
+        try:
+            with store.batch(), vault.batch():
+                outcomes = [engine._alone(call) for call in calls]
+        except ContractError:
+            logger.error("a shared commit of %d calls failed; none of them is durable", len(calls))
+            return [self._unknown_outcome(call) for call in calls]
+        vault.run_deferred()
+        return outcomes
+
+    def _unknown_outcome(self, call: AgentCall) -> dict[str, Any]:
+        audit_id = new_audit_id()
+        envelope = failure(ErrorCode.MUTATION_OUTCOME_UNKNOWN, audit_id)
+        self._audit(
+            audit_id, call.binding, call.tool_name, ErrorCode.MUTATION_OUTCOME_UNKNOWN.value, call.arguments, envelope
+        )
+        return envelope
+
     # -- host path: imports ------------------------------------------------------------------
     def import_memories(
         self, binding: Binding | None, items: Sequence[tuple[Mapping[str, Any], str]]
@@ -216,4 +279,4 @@ class Engine:
             return deny(tx, confirmation_id, now_ms=self.deps.clock.now_ms(), decided_by=decided_by)
 
 
-__all__ = ["ConfirmationError", "Engine", "ImportOutcome"]
+__all__ = ["GROUPED_TOOLS", "AgentCall", "ConfirmationError", "Engine", "ImportOutcome"]

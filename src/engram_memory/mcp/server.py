@@ -19,7 +19,8 @@ from mcp.shared.exceptions import MCPError
 from engram_memory import __version__
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.errors import ProtocolFault
-from engram_memory.engine.engine import Engine
+from engram_memory.engine.engine import GROUPED_TOOLS, AgentCall, Engine
+from engram_memory.mcp.grouping import CallGroups
 from engram_memory.mcp.tools import INSTRUCTIONS, tool_definitions
 
 SERVER_NAME = "engram-memory"
@@ -44,10 +45,15 @@ def build_server(engine: Engine, binding_source: BindingSource) -> Server[Any]:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tool_definitions(binding_source(ctx)))
 
+    groups = CallGroups(engine)
+
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         binding = binding_source(ctx)
         try:
-            envelope = await anyio.to_thread.run_sync(engine.handle, binding, params.name, params.arguments)
+            if params.name in GROUPED_TOOLS:
+                envelope = await groups.answer(AgentCall(binding, params.name, params.arguments))
+            else:
+                envelope = await anyio.to_thread.run_sync(engine.handle, binding, params.name, params.arguments)
         except ProtocolFault as fault:
             raise MCPError(code=fault.code, message=fault.message) from None
         return tool_result(envelope)
