@@ -7,9 +7,12 @@ import sqlite3
 
 import pytest
 
+from engram_memory.contract.errors import ContractError
 from engram_memory.engine.ports import Scope
+from engram_memory.engine.ranking import FIELDS
 from engram_memory.engine.text import query_terms
 from engram_memory.host.settings import HostPaths
+from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sqlite import postings
 from engram_memory.stores.sqlite.queries import _match_expression
 from engram_memory.stores.sqlite.store import SQLiteStore
@@ -17,6 +20,7 @@ from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
+from tests.support.payloads import capture_args
 
 NOTES = [
     "The ferry to Aland leaves at six from the west pier.",
@@ -130,3 +134,75 @@ def test_a_stop_word_among_other_words_only_adds_to_the_scores(sqlite_paths: Hos
         terms = query_terms("owned dolphin")
         assert postings.posted(terms) == ["dolphin"] and "own" in terms
         assert agent.found_ids("owned dolphin")[:2] == [both, one]
+
+
+def _fields(db: sqlite3.Connection, record_id: str) -> dict[str, str]:
+    row = db.execute(
+        "SELECT " + ", ".join(f"f.f_{name}" for name in FIELDS) + " FROM lexical_index AS f"
+        " JOIN records AS r ON r.rid = f.rowid WHERE r.record_id = ?",
+        (record_id,),
+    ).fetchone()
+    return {name: str(value or "") for name, value in zip(FIELDS, row, strict=True)}
+
+
+def _posted_rows(db: sqlite3.Connection, record_id: str) -> int:
+    return int(
+        db.execute(
+            "SELECT count(*) FROM lexical_index_postings WHERE rid = (SELECT rid FROM records WHERE record_id = ?)",
+            (record_id,),
+        ).fetchone()[0]
+    )
+
+
+def test_a_batch_writes_its_postings_at_its_end_and_keeps_them_exact(sqlite_paths: HostPaths) -> None:
+    """Inside a batch: a memory unindexed and indexed again, a savepoint that rolls back its indexing, an
+    index write cancelled before the end, and a read that must see what is still pending."""
+    paths = sqlite_paths
+    scope, _ = _agent_scope(paths)
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        moved, rolled_back, cancelled = (agent.remember(note) for note in NOTES[:3])
+    store = SQLiteStore(paths.sqlite_file)
+    try:
+        fields = {record: _fields(store._db, record) for record in (moved, rolled_back, cancelled)}
+        with store.batch():
+            with store.write() as tx:
+                assert tx.unindex_record(scope, moved)
+                tx.index_record(scope, moved, fields[moved])
+            with store.write() as tx:
+                assert tx.unindex_record(scope, rolled_back)
+            with pytest.raises(ContractError), store.write() as tx:
+                tx.index_record(scope, rolled_back, fields[rolled_back])
+                raise StoreInvariantError("roll this savepoint back")
+            with store.write() as tx:
+                assert tx.unindex_record(scope, cancelled)
+                tx.index_record(scope, cancelled, fields[cancelled])
+                assert tx.unindex_record(scope, cancelled)
+            assert _posted_rows(store._db, moved) == 0  # still pending
+            with store.read() as tx:
+                found = tx.lexical_candidates(scope, query_terms("ferry Aland"), valid_at_ms=10**13, limit=10)
+            assert [doc.record_id for doc in found] == [moved]
+        with store.read() as tx:
+            assert tx.index_integrity_ok()
+        assert _posted_rows(store._db, moved) > 0
+        assert _posted_rows(store._db, rolled_back) == 0 and _posted_rows(store._db, cancelled) == 0
+    finally:
+        store.close()
+
+
+def test_an_import_leaves_postings_exactly_as_the_index_rows_imply(sqlite_paths: HostPaths) -> None:
+    paths = sqlite_paths
+    scope, _ = _agent_scope(paths)
+    binding = bind(paths).binding
+    items = [
+        (capture_args(text, key=f"posted-capture-{n:04d}"), f"posted-admit-{n:04d}")
+        for n, text in enumerate([*NOTES, "", NOTES[0]])
+    ]
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        outcomes = engine.import_memories(binding, items)
+        assert outcomes[len(NOTES)].captured["error"]["code"] == "INVALID_SCHEMA"
+        assert InProcessAgent(engine, binding).found_ids("west pier repairs")
+    terms = ["ferri", "aland", "pier", "west", "noon", "the"]
+    with sqlite3.connect(paths.sqlite_file) as db:
+        assert postings.consistent(db)
+        assert postings.doc_counts(db, scope, terms) == _fts_counts(db, scope, terms)

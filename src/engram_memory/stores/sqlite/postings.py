@@ -73,6 +73,65 @@ def drop(db: sqlite3.Connection, scope: Scope, rid: int, fields: Mapping[str, st
     )
 
 
+class PendingPostings:
+    """The postings of a batch's index writes, held back and written at its end in key order: each
+    B-tree page then fills in order instead of being dirtied at random once per memory, and a term's
+    count is written once per batch instead of once per memory. A savepoint that rolls back rewinds
+    what it added (mark / rewind); unindexing a memory still pending cancels it instead of deleting."""
+
+    def __init__(self) -> None:
+        # (rid, scope key, term impacts), or (rid, 0, None) when a pending memory is unindexed again.
+        self._log: list[tuple[int, int, dict[str, int] | None]] = []
+        self.flushes = 0  # a savepoint that rolls back across a flush cannot rewind it (see the store)
+
+    def mark(self) -> int:
+        return len(self._log)
+
+    def rewind(self, mark: int) -> None:
+        del self._log[mark:]
+
+    def add(self, scope: Scope, rid: int, fields: Mapping[str, str]) -> None:
+        self._log.append((rid, scope_key(scope), term_impacts(fields)))
+
+    def cancel(self, rid: int) -> bool:
+        """True when the memory's postings were still pending (and now never will be written)."""
+        for held, _, impacts in reversed(self._log):
+            if held == rid:
+                if impacts is None:
+                    return False
+                self._log.append((rid, 0, None))
+                return True
+        return False
+
+    def flush(self, db: sqlite3.Connection) -> None:
+        pending: dict[int, tuple[int, dict[str, int]]] = {}
+        for rid, key, impacts in self._log:
+            if impacts is None:
+                pending.pop(rid, None)
+            else:
+                pending[rid] = (key, impacts)
+        self._log.clear()
+        self.flushes += 1
+        rows = sorted(
+            (key, term, -impact, rid)
+            for rid, (key, impacts) in pending.items()
+            for term, impact in impacts.items()
+            if term not in UNPOSTED
+        )
+        db.executemany(
+            "INSERT INTO lexical_index_postings (scope_key, term, neg_impact, rid) VALUES (?, ?, ?, ?)", rows
+        )
+        counts: dict[tuple[int, str], int] = {}
+        for key, impacts in pending.values():
+            for term in impacts:
+                counts[(key, term)] = counts.get((key, term), 0) + 1
+        db.executemany(
+            "INSERT INTO lexical_index_terms (scope_key, term, docs) VALUES (?, ?, ?)"
+            " ON CONFLICT (scope_key, term) DO UPDATE SET docs = docs + excluded.docs",
+            [(key, term, docs) for (key, term), docs in sorted(counts.items())],
+        )
+
+
 def posted(terms: Sequence[str]) -> list[str]:
     """The terms that have postings. A stop word among other words only adds to the scores of what they
     find (its idf is low by nature); a query of stop words alone goes to FTS5."""

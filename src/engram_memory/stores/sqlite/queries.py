@@ -49,9 +49,20 @@ def _indexed_doc(row: Sequence[Any]) -> IndexedDoc:
 
 
 class SQLiteTx(SqlTx):
-    """One open transaction on the connection; the store begins and ends it."""
+    """One open transaction on the connection; the store begins and ends it. Inside a batch, `pending`
+    holds the batch's postings until its end (postings.PendingPostings)."""
 
     _db: sqlite3.Connection
+
+    def __init__(self, connection: sqlite3.Connection, pending: postings.PendingPostings | None = None) -> None:
+        super().__init__(connection)
+        self._pending = pending
+
+    def _settled(self) -> sqlite3.Connection:
+        """The connection, with any pending postings written first, for a read of the postings."""
+        if self._pending is not None:
+            self._pending.flush(self._db)
+        return self._db
 
     # -- lexical index ---------------------------------------------------------------------
     def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str]) -> None:
@@ -63,7 +74,11 @@ class SQLiteTx(SqlTx):
             f"INSERT INTO lexical_index (rowid, scope, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
             (rid, scope_token(scope), *values),
         )
-        postings.add(self._db, scope, rid, dict(zip(FIELDS, values, strict=True)))
+        fields_of = dict(zip(FIELDS, values, strict=True))
+        if self._pending is not None:
+            self._pending.add(scope, rid, fields_of)
+        else:
+            postings.add(self._db, scope, rid, fields_of)
         self._shift_stats(scope, 1, [len(value.split()) for value in values])
 
     def unindex_record(self, scope: Scope, record_id: str) -> bool:
@@ -78,7 +93,9 @@ class SQLiteTx(SqlTx):
         if row is None:
             return False
         self._db.execute("DELETE FROM lexical_index WHERE rowid = ?", (rid,))
-        postings.drop(self._db, scope, rid, {name: str(value or "") for name, value in zip(FIELDS, row, strict=True)})
+        if self._pending is None or not self._pending.cancel(rid):
+            fields = {name: str(value or "") for name, value in zip(FIELDS, row, strict=True)}
+            postings.drop(self._db, scope, rid, fields)
         self._shift_stats(scope, -1, [-len(str(value).split()) for value in row])
         return True
 
@@ -101,7 +118,7 @@ class SQLiteTx(SqlTx):
         if not posted:
             return self._fts_candidates(scope, terms, valid_at_ms, limit)
         doc_count = self.index_stats(scope).doc_count
-        top = postings.best(self._db, scope, posted, doc_count, batch)
+        top = postings.best(self._settled(), scope, posted, doc_count, batch)
         if not top:
             return []
         rows = self._eligible_rows(scope, top, valid_at_ms)
@@ -157,7 +174,7 @@ class SQLiteTx(SqlTx):
         return [_indexed_doc(row) for row in rows]
 
     def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]:
-        return postings.doc_counts(self._db, scope, terms)
+        return postings.doc_counts(self._settled(), scope, terms)
 
     # -- the index as the host's operations see it ------------------------------------------------
     def index_entries(self, scope: Scope) -> list[IndexEntry]:
@@ -189,7 +206,7 @@ class SQLiteTx(SqlTx):
             if "malformed" in str(exc) or "corrupt" in str(exc):
                 return False
             raise
-        return postings.consistent(self._db)
+        return postings.consistent(self._settled())
 
     def indexed_counts(self) -> dict[Scope | None, int]:
         # Spans scopes on purpose: statistics are the host's view of the whole store.

@@ -52,6 +52,8 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._erasure_pending = False
         self._batching = False
+        self._pending = postings.PendingPostings()
+        self._batch_torn = False
         try:
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
@@ -147,6 +149,8 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
             self._batching = True
+            self._pending = postings.PendingPostings()
+            self._batch_torn = False
             try:
                 yield
             except BaseException:
@@ -155,6 +159,9 @@ class SQLiteStore:
                 raise
             self._batching = False
             try:
+                if self._batch_torn:
+                    raise sqlite3.OperationalError("a savepoint rolled back postings already written")
+                self._pending.flush(self._db)
                 self._commit()
             except sqlite3.Error as exc:
                 self._rollback()
@@ -169,9 +176,14 @@ class SQLiteStore:
             self._db.execute("SAVEPOINT batch_write")
         except sqlite3.Error as exc:
             raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        mark, flushes = self._pending.mark(), self._pending.flushes
         try:
-            yield SQLiteTx(self._db)
+            yield SQLiteTx(self._db, self._pending)
         except BaseException as exc:
+            self._pending.rewind(mark)
+            # No write reads the postings, so no flush happens inside one; if one ever did, the batch
+            # could no longer tell which written postings the rollback took back: it must not commit.
+            self._batch_torn = self._batch_torn or self._pending.flushes != flushes
             try:
                 self._db.execute("ROLLBACK TO batch_write")
                 self._db.execute("RELEASE batch_write")
@@ -197,7 +209,7 @@ class SQLiteStore:
     def read(self) -> Iterator[SQLiteTx]:
         with self._lock:
             if self._batching:  # the batch's own thread reads what it has written so far
-                yield SQLiteTx(self._db)
+                yield SQLiteTx(self._db, self._pending)
                 return
             with self._transaction("BEGIN") as tx:
                 yield tx
