@@ -304,9 +304,10 @@ def over_stdio(
 ) -> dict[str, Any]:
     """capture+admission and search through the SDK's client and a real `serve` process.
 
-    Writes are measured twice: one agent making one call at a time (the latency of a pair), and
-    `in_flight` pairs outstanding at once on the same session, as an agent's parallel tool calls or a
-    host's several agents send them (the server's throughput; it groups what queues up into one commit).
+    Writes are measured as one agent making one call at a time (the latency of a pair), then as the
+    session's throughput with 1, 4, 8, 16 and `in_flight` pairs outstanding at once, as an agent's
+    parallel tool calls or a host's several agents send them (the server groups what queues up into
+    one commit).
     """
     from mcp import Client, StdioServerParameters
 
@@ -320,10 +321,9 @@ def over_stdio(
     notes = stored.notes[name]
     writes: list[float] = []
     searches: list[float] = []
-    parallel_s = 0.0
+    throughput: dict[int, float] = {}
 
     async def measure() -> None:
-        nonlocal parallel_s
         async with Client(params) as client:
 
             async def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -346,17 +346,18 @@ def over_stdio(
                 await write("stdio", n, note)
                 writes.append((time.perf_counter() - started) * 1000)
 
-            parallel_notes = [corpus.note() for _ in range(ops)]
+            for width in sorted({1, 4, 8, 16, in_flight}):
+                parallel_notes = [corpus.note() for _ in range(ops)]
 
-            async def agent(first: int) -> None:
-                for n in range(first, ops, in_flight):
-                    await write("stdio-parallel", n, parallel_notes[n])
+                async def agent(first: int, width: int = width, notes: list[str] = parallel_notes) -> None:
+                    for n in range(first, ops, width):
+                        await write(f"stdio-{width}-in-flight", n, notes[n])
 
-            started = time.perf_counter()
-            async with anyio.create_task_group() as group:
-                for first in range(in_flight):
-                    group.start_soon(agent, first)
-            parallel_s = time.perf_counter() - started
+                started = time.perf_counter()
+                async with anyio.create_task_group() as group:
+                    for first in range(width):
+                        group.start_soon(agent, first)
+                throughput[width] = ops / (time.perf_counter() - started)
 
             for _ in range(min(50, ops)):
                 await call("engram_memory_search", {"query": corpus.query(pick.choice(notes)), "purpose_ref": PURPOSE})
@@ -367,7 +368,7 @@ def over_stdio(
                 searches.append((time.perf_counter() - started) * 1000)
 
     anyio.run(measure)
-    return {"write": writes, "search": searches, "parallel_per_s": ops / parallel_s}
+    return {"write": writes, "search": searches, "throughput": throughput}
 
 
 def run(options: argparse.Namespace) -> dict[str, Any]:
@@ -395,8 +396,11 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         "capture_admit_per_s": round(options.records / ingest_s, 1),
         "capture_admit_per_call_per_s": round(1000 / statistics.fmean(calls), 1),
         "capture_admit_per_call_p95_ms": round(percentile(calls, 0.95), 2),
-        "mcp_capture_admit_per_s": round(remote["parallel_per_s"], 1) if remote else None,
+        "mcp_capture_admit_per_s": round(remote["throughput"][options.in_flight], 1) if remote else None,
         "mcp_in_flight": options.in_flight,
+        "mcp_capture_admit_per_s_by_in_flight": (
+            {str(width): round(rate, 1) for width, rate in remote["throughput"].items()} if remote else None
+        ),
         "mcp_capture_admit_one_at_a_time_per_s": round(1000 / statistics.fmean(remote["write"]), 1) if remote else None,
         "mcp_capture_admit_p50_ms": round(percentile(remote["write"], 0.50), 2) if remote else None,
         "mcp_capture_admit_p95_ms": round(percentile(remote["write"], 0.95), 2) if remote else None,
@@ -431,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="a folder of LoCoMo-format files")
     parser.add_argument("--no-stdio", action="store_true", help="skip the MCP stdio measurements")
     parser.add_argument(
-        "--in-flight", type=int, default=8, help="capture+admission pairs outstanding at once for the MCP throughput"
+        "--in-flight", type=int, default=16, help="capture+admission pairs outstanding at once for the MCP throughput"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--results", type=Path, help="also append the JSON object as a line to this file")
