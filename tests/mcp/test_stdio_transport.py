@@ -155,3 +155,13 @@ def test_a_regular_file_as_stdout_takes_the_sdk_transport(
 def _complete_lines(path: Path) -> bytes:
     data = path.read_bytes()
     return data[: data.rfind(b"\n") + 1]
+
+
+def test_the_null_device_as_stdin_takes_the_sdk_transport_and_ends(served: tuple[HostPaths, dict[str, str]]) -> None:
+    """The event loop cannot poll /dev/null; the server must still read its end of file and stop."""
+    paths, env = served
+    done = subprocess.run(
+        _command(paths), stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=60, check=False
+    )
+    assert done.returncode == 0
+    assert done.stdout == b""

@@ -4,7 +4,7 @@ The SDK's `stdio_server` reads and writes through anyio's file wrapper, which ha
 every flush to a worker thread; those hops cost about a third of a millisecond per call, the same
 order as a whole `get`. On POSIX pipes (what a host gives the process it spawns) we serve the same
 JSON-RPC lines from the event loop itself and hand the SDK the same message streams; anything else
-(a regular file as stdin, a platform without pipe transports) gets the SDK's transport unchanged.
+(a regular file, /dev/null or a terminal, or a platform without them) gets the SDK's transport.
 While serving, fd 0 reads the null device and fd 1 points at stderr, as with the SDK, so stray output
 of a library can never tear a frame on the wire.
 """
@@ -12,9 +12,9 @@ of a library can never tear a frame on the wire.
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -35,22 +35,29 @@ LINE_LIMIT = 16 * 1024 * 1024
 
 async def serve_stdio(server: Server[Any]) -> None:
     options = server.create_initialization_options()
-    if os.name != "posix":
+    if not (_pollable(0) and _pollable(1)):
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, options)
         return
     with _claimed_wire() as (wire_in, wire_out):
-        try:
-            reader, writer, reading = await _pipe_streams(wire_in, wire_out)
-        except (OSError, ValueError):  # stdin or stdout is not a pipe, socket or character device
-            async with stdio_server(*_file_streams(wire_in, wire_out)) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, options)
-            return
+        reader, writer, reading = await _pipe_streams(wire_in, wire_out)
         try:
             await _serve_lines(server, options, reader, writer)
         finally:
             writer.close()
             reading.close()
+
+
+def _pollable(fd: int) -> bool:
+    """Pipes and sockets; the event loop cannot poll a regular file or /dev/null, and a terminal is
+    left to the SDK's transport too."""
+    if os.name != "posix":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 @contextmanager
@@ -71,12 +78,6 @@ def _claimed_wire() -> Iterator[tuple[int, int]]:
             os.dup2(wire_out, 1)
         os.close(wire_in)
         os.close(wire_out)
-
-
-def _file_streams(wire_in: int, wire_out: int) -> tuple[anyio.AsyncFile[str], anyio.AsyncFile[str]]:
-    source = io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
-    sink = io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
-    return anyio.wrap_file(source), anyio.wrap_file(sink)
 
 
 async def _pipe_streams(
