@@ -157,8 +157,11 @@ def test_a_lost_shared_commit_is_an_unknown_outcome_for_every_call_simulated(pat
             )
             for n in range(4)
         ]
+        faulty = AgentCall(None, CAPTURE, capture_args("Sent without a binding.", key="lost-capture-9999"))
         store.armed = True
-        envelopes = _envelopes(engine.handle_group(calls))
+        outcomes = engine.handle_group([*calls, faulty])
+        assert isinstance(outcomes[-1], ProtocolFault)  # it wrote nothing: it stays a protocol fault
+        envelopes = _envelopes(outcomes[:-1])
         if type(store).__name__.startswith("_Postgres"):
             # Each write commits alone on PostgreSQL: only the first call's commit is lost.
             assert envelopes[0]["error"]["code"] == "MUTATION_OUTCOME_UNKNOWN"

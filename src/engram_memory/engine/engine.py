@@ -210,7 +210,10 @@ class Engine:
                 outcomes = [engine._alone(call) for call in calls]
         except ContractError:
             logger.error("a shared commit of %d calls failed; none of them is durable", len(calls))
-            return [self._unknown_outcome(call) for call in calls]
+            # A protocol fault wrote nothing, so it stays what it was; every other call's outcome is unknown.
+            faults = [outcome if isinstance(outcome, ProtocolFault) else None for outcome in outcomes]
+            faults += [None] * (len(calls) - len(faults))
+            return [fault or self._unknown_outcome(call) for fault, call in zip(faults, calls, strict=True)]
         vault.run_deferred()
         return outcomes
 
