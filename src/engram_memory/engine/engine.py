@@ -173,6 +173,14 @@ class Engine:
         except ContractError:
             logger.error("audit row %s could not be written", audit_id)
 
+    def _pinned(self) -> Engine:
+        """This engine under the policy in force now, for calls sharing one transaction to be decided
+        alike (an unreadable policy: this engine, and each call reports it as its own envelope would)."""
+        try:
+            return Engine(replace(self.deps, policies=_PinnedPolicy(self.deps.policies.current())))
+        except ContractError:
+            return self
+
     # -- server path: calls that arrive together ---------------------------------------------
     def handle_group(self, calls: Sequence[AgentCall]) -> list[dict[str, Any] | ProtocolFault]:
         """Each call answered exactly as `handle` answers it alone, in order, each seeing what the
@@ -200,10 +208,7 @@ class Engine:
 
     def _shared_commit(self, calls: Sequence[AgentCall]) -> list[dict[str, Any] | ProtocolFault]:
         store, vault = self.deps.store, self.deps.vault
-        try:
-            engine = Engine(replace(self.deps, policies=_PinnedPolicy(self.deps.policies.current())))
-        except ContractError:
-            engine = self
+        engine = self._pinned()
         outcomes: list[dict[str, Any] | ProtocolFault] = []
         try:
             with store.batch(), vault.batch():
@@ -241,10 +246,7 @@ class Engine:
         store, vault = self.deps.store, self.deps.vault
         # One transaction, one policy: every item is decided under the policy in force when it began
         # (unreadable, each call reports it as its own envelope would).
-        try:
-            engine = Engine(replace(self.deps, policies=_PinnedPolicy(self.deps.policies.current())))
-        except ContractError:
-            engine = self
+        engine = self._pinned()
         try:
             with store.batch(), vault.batch():
                 for arguments, admission_key in items:
