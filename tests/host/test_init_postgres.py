@@ -85,7 +85,7 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
         "pool_size": 4,
     }
     with postgres_cluster.connect(OWNER_ROLE, _dbname(store)) as db:
-        assert [row[0] for row in db.execute("SELECT version FROM schema_migrations ORDER BY version")] == [1, 2, 3]
+        assert [row[0] for row in db.execute("SELECT version FROM schema_migrations ORDER BY version")] == [1, 2, 3, 4]
         forced = db.execute(
             "SELECT relname FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relkind = 'r' ORDER BY 1"
         ).fetchall()
@@ -147,7 +147,7 @@ def test_second_init_is_idempotent_and_takes_back_extra_privileges(
     assert paths.config.read_bytes() == config
     assert _privileges(postgres_cluster, store, APP_ROLE) == granted
     with postgres_cluster.connect(OWNER_ROLE, _dbname(store)) as db:
-        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (3,)
+        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (4,)
 
 
 def test_init_without_a_vault_keeps_the_keys_in_the_home(tmp_path: Path, pg_url: str) -> None:

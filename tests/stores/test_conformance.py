@@ -9,6 +9,7 @@ from engram_memory.engine import journal
 from engram_memory.engine.ports import JournalEvent, SealedBody, Store, StoreTx
 from engram_memory.engine.ports_maintenance import RecordFilter
 from engram_memory.engine.ranking import FIELDS
+from engram_memory.engine.text import tokenizer_id
 from tests.stores.builders import (
     AT_MS,
     SCOPE_A,
@@ -24,12 +25,14 @@ from tests.stores.builders import (
     record,
 )
 
+TOKENIZER_ID = tokenizer_id()
+
 
 def indexed(tx: StoreTx, scope: object, record_id: str, **texts: str) -> None:
     """A current record of the scope, in the index with these field texts."""
     assert isinstance(scope, type(SCOPE_A))
     tx.insert_record(record(scope, record_id))
-    tx.index_record(scope, record_id, fields(**texts))
+    tx.index_record(scope, record_id, fields(**texts), tokenizer=TOKENIZER_ID)
 
 
 # -- journal --------------------------------------------------------------------------------------
@@ -149,9 +152,9 @@ def test_index_candidates_are_the_scope_s_current_valid_unexpired_matches(store:
         indexed(tx, SCOPE_A, "mem_match", primary="blue green deploy", citations="doc handbook")
         indexed(tx, SCOPE_A, "mem_other", primary="red button")
         tx.insert_record(record(SCOPE_A, "mem_future", valid_from_ms=AT_MS + 1000))
-        tx.index_record(SCOPE_A, "mem_future", fields(primary="green"))
+        tx.index_record(SCOPE_A, "mem_future", fields(primary="green"), tokenizer=TOKENIZER_ID)
         tx.insert_record(record(SCOPE_A, "mem_expired", expires_at_ms=AT_MS))
-        tx.index_record(SCOPE_A, "mem_expired", fields(decision="green"))
+        tx.index_record(SCOPE_A, "mem_expired", fields(decision="green"), tokenizer=TOKENIZER_ID)
         indexed(tx, SCOPE_B, "mem_b", primary="green")
     with store.read() as tx:
         found = tx.lexical_candidates(SCOPE_A, ["green", "nothing"], valid_at_ms=AT_MS, limit=10)
@@ -194,7 +197,7 @@ def test_index_candidates_skip_a_best_ranked_run_of_ineligible_matches(store: St
         event(tx, SCOPE_A)
         for number in range(60):  # twice the word: they rank first, and none is valid yet
             tx.insert_record(record(SCOPE_A, f"mem_future_{number:02d}", valid_from_ms=AT_MS + 1000))
-            tx.index_record(SCOPE_A, f"mem_future_{number:02d}", fields(primary="alpha alpha"))
+            tx.index_record(SCOPE_A, f"mem_future_{number:02d}", fields(primary="alpha alpha"), tokenizer=TOKENIZER_ID)
         indexed(tx, SCOPE_A, "mem_short", primary="alpha beta")
         indexed(tx, SCOPE_A, "mem_long", primary="alpha beta gamma delta epsilon zeta")
         indexed(tx, SCOPE_A, "mem_longer", primary="alpha beta gamma delta epsilon zeta eta theta iota kappa")
@@ -228,11 +231,13 @@ def test_unindex_removes_the_entry_and_its_statistics(store: Store) -> None:
 
 def test_indexing_needs_the_record_and_the_scope_s_journal(store: Store) -> None:
     with pytest.raises(ContractError) as raised, store.write() as tx:
-        tx.index_record(SCOPE_A, "mem_absent", fields(primary="x"))
+        tx.index_record(SCOPE_A, "mem_absent", fields(primary="x"), tokenizer=TOKENIZER_ID)
     assert raised.value.code is ErrorCode.STORE_UNAVAILABLE
     with pytest.raises(ContractError), store.write() as tx:
         tx.insert_record(record(SCOPE_A, "mem_1"))
-        tx.index_record(SCOPE_A, "mem_1", fields(primary="x"))  # no journal yet: no statistics row
+        tx.index_record(
+            SCOPE_A, "mem_1", fields(primary="x"), tokenizer=TOKENIZER_ID
+        )  # no journal yet: no statistics row
 
 
 def test_index_matches_tokens_of_any_script_and_length(store: Store) -> None:

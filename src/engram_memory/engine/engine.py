@@ -27,12 +27,13 @@ from engram_memory.contract.errors import (
 from engram_memory.contract.ids import new_audit_id
 from engram_memory.contract.tools import MUTATING_TOOLS, Tool
 from engram_memory.contract.validate import validate_arguments
-from engram_memory.engine import admit, capture, recall, removal
+from engram_memory.engine import admit, capture, recall, reindex, removal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.gate import ConfirmationError, approve, deny, effective_status
 from engram_memory.engine.policy import AdmissionPolicy
 from engram_memory.engine.ports import AuditRow, ConfirmationRow
+from engram_memory.engine.reindex import IndexStatus, ReindexProgress, ReindexReport
 
 logger = logging.getLogger(__name__)
 
@@ -263,6 +264,21 @@ class Engine:
             raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from error
         vault.run_deferred()
         return outcomes
+
+    # -- host path: the derived indexes -----------------------------------------------------
+    def index_status(self) -> IndexStatus:
+        """Which scopes wait for a re-index, and how many records for a vector. Raises ContractError."""
+        return reindex.index_status(self.deps)
+
+    def reindex(
+        self, progress: Callable[[ReindexProgress], None] | None = None, *, embed: bool = True
+    ) -> ReindexReport:
+        """Moves the lexical index to this tokenizer and (unless `embed` is False) embeds what the model
+        lacks (engine/reindex.py). Raises ContractError STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN;
+        running it again resumes."""
+        if self.deps.indexer is not None:
+            self.deps.indexer.settle()
+        return reindex.reindex(self.deps, progress, embed=embed)
 
     # -- host path: the confirmation queue --------------------------------------------------
     def confirmations(self, *, include_decided: bool = False) -> list[tuple[ConfirmationRow, str]]:

@@ -22,7 +22,7 @@ from engram_memory.engine.erasure import coverage_of, destroy_record_key, erase_
 from engram_memory.engine.mutation import append_event_as, host_actor
 from engram_memory.engine.ports import JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.ports_maintenance import RecordFilter
-from engram_memory.engine.projection import index_fields
+from engram_memory.engine.projection import add_index_entry
 from engram_memory.engine.semantic import index_vector
 
 AUTO_EXPIRY_ACTOR = "host:auto-expiry"
@@ -327,7 +327,7 @@ def _move(
 def _reindex(deps: Deps, tx: StoreTx, record: RecordRow) -> Mapping[str, Any]:
     """Raises ContractError BLOB_MISSING when the body or its data key is gone: never an empty entry."""
     payload = read_payload(deps, tx, record.scope, record.record_id, "record")
-    tx.index_record(record.scope, record.record_id, index_fields(payload))
+    add_index_entry(tx, record.scope, record.record_id, payload)
     return payload
 
 

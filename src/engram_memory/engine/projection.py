@@ -12,9 +12,9 @@ from typing import Any
 
 from engram_memory.contract.canonical import REDACTION_DOMAIN, digest
 from engram_memory.contract.instants import format_instant
-from engram_memory.engine.ports import RecordRow
+from engram_memory.engine.ports import CoreTx, RecordRow, Scope
 from engram_memory.engine.ranking import FIELDS
-from engram_memory.engine.text import tokenize
+from engram_memory.engine.text import tokenize, tokenizer_id
 
 
 def index_fields(payload: Mapping[str, Any]) -> dict[str, str]:
@@ -26,6 +26,11 @@ def index_fields(payload: Mapping[str, Any]) -> dict[str, str]:
         texts[name].append(component["text"])
     texts["citations"] = [citation["source_ref"] for citation in payload["citations"]]
     return {name: " ".join(tokenize("\n".join(parts))) for name, parts in texts.items()}
+
+
+def add_index_entry(tx: CoreTx, scope: Scope, record_id: str, payload: Mapping[str, Any]) -> None:
+    """Indexes a record that is becoming accepted_current, naming the tokenizer its entry was built by."""
+    tx.index_record(scope, record_id, index_fields(payload), tokenizer=tokenizer_id())
 
 
 def record_view(row: RecordRow, payload: Mapping[str, Any]) -> dict[str, Any]:

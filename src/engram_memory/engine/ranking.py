@@ -6,6 +6,7 @@ Kept free of I/O so every score is reproducible from its inputs and the constant
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -53,7 +54,7 @@ RECENCY_WEIGHT = 0.1
 
 # Reciprocal rank fusion of the lexical and semantic orders (SPEC §9), each channel's vote weighted.
 RRF_K = 60
-CHANNEL_WEIGHTS: tuple[float, ...] = (1.0, 0.5)  # (lexical, semantic): tuned on the LoCoMo dev set
+CHANNEL_WEIGHTS: tuple[float, ...] = (1.0, 1.0)  # (lexical, semantic): plain RRF (docs/decisions/0014)
 # A memory whose subject (first primary token) the query names gets its fused score times 1 + this.
 SUBJECT_BOOST = 0.3
 # A memory whose event time falls on a date the query names (engine/timeref.py); tuned on the LoCoMo dev set.
@@ -116,19 +117,21 @@ def _unique(terms: Sequence[str]) -> list[str]:
 
 def _score(terms: Sequence[str], idfs: Sequence[float], doc: Document, stats: CorpusStats) -> float:
     """Shared by bm25f and rank so a ranked score is exactly the documented one; idf comes precomputed."""
-    norms: list[tuple[float, float, Sequence[str]]] = []
+    # Each field's counts once (Counter runs in C): counting per term made a long query over long
+    # fields cost terms x tokens, the bulk of a CJK search whose bigrams make both long.
+    norms: list[tuple[float, float, Counter[str]]] = []
     for name in FIELDS:
         tokens = doc.fields.get(name, ())
         if not tokens:
             continue
         avg_len = stats.avg_field_len.get(name, 0.0)
         norm = 1.0 - B + B * len(tokens) / avg_len if avg_len > 0 else 1.0 - B + B
-        norms.append((FIELD_WEIGHTS[name], norm, tokens))
+        norms.append((FIELD_WEIGHTS[name], norm, Counter(tokens)))
     score = 0.0
     for term, term_idf in zip(terms, idfs, strict=True):
         tf = 0.0
-        for weight, norm, tokens in norms:
-            count = tokens.count(term)
+        for weight, norm, counts in norms:
+            count = counts.get(term, 0)
             if count:
                 tf += weight * count / norm
         if tf > 0.0:

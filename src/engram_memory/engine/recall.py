@@ -51,6 +51,7 @@ from engram_memory.engine.ranking import (
     rrf,
 )
 from engram_memory.engine.receipts import authorization_receipt_digest
+from engram_memory.engine.reindex import is_stale
 from engram_memory.engine.semantic import (
     CONTEXT_WEIGHT,
     SEMANTIC_POOL,
@@ -60,13 +61,13 @@ from engram_memory.engine.semantic import (
     semantic_query,
     to_bytes,
 )
-from engram_memory.engine.text import query_terms
+from engram_memory.engine.text import query_terms, subject, tokenizer_id
 from engram_memory.engine.timeref import DateWindow, named_windows, without_dates
 
 PROFILE = "lexical-bm25f"
-PROFILE_VERSION = 2  # 2: the date boost
+PROFILE_VERSION = 3  # 2: the date boost; 3: CJK bigrams and Traditional/Simplified folding (engine/text.py)
 HYBRID_PROFILE = "hybrid-rrf"
-HYBRID_PROFILE_VERSION = 2  # 2: the date boost, context lines embedded one by one
+HYBRID_PROFILE_VERSION = 3  # 2: the date boost, context lines embedded one by one; 3: as lexical 3
 # The index's best 100 (by impact-ordered postings on SQLite, weighted full-text rank on PostgreSQL) are
 # re-scored with BM25F: on the LoCoMo dev set the top 10 are the same as from 1,000 (docs/benchmarks.md).
 CANDIDATE_POOL = 100
@@ -136,6 +137,7 @@ def _lexical_receipt(deps: Deps, generation: int, terms: Sequence[str], pooled: 
     return {
         "channel": "lexical",
         "index": deps.store.index_name,
+        "tokenizer": tokenizer_id(),
         "generation": generation,
         "query_terms": len(terms),
         "pooled": pooled,
@@ -155,7 +157,12 @@ def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
     """The query's terms, the terms that rank lexically, the frequent ones (see _hybrid), and how many
     memories the scope has."""
     terms = query_terms(query)
-    doc_count = tx.index_stats(call.scope).doc_count
+    stats = tx.index_stats(call.scope)
+    if is_stale(stats):
+        # Entries built by another tokenizer would meet these terms on the wrong tokens: never answer
+        # from them (engine/reindex.py moves the scope; serve runs it before it serves).
+        raise ContractError(ErrorCode.PROJECTION_STALE)
+    doc_count = stats.doc_count
     df = tx.term_doc_counts(call.scope, terms)
     frequent = frequent_terms(terms, df, doc_count)
     return _Focus(terms, [term for term in terms if term not in frequent] or list(terms), frequent, doc_count, df)
@@ -175,7 +182,7 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
     focus = _focus(tx, call, query)
     terms, lexical_terms = focus.terms, focus.lexical_terms
     relevance, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
-    subjects = {doc.record_id: next(iter(doc.fields["primary"].split()), "") for doc in docs}
+    subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     windows = named_windows(query)
     ranked = []
@@ -202,7 +209,7 @@ def _hybrid(
     terms, lexical_terms, frequent = focus.terms, focus.lexical_terms, focus.frequent
     lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
     windows = named_windows(query)
-    vector = cache.embedder.embed([semantic_query(without_dates(query), frequent)])[0]
+    vector = cache.embedder.embed_queries([semantic_query(without_dates(query), frequent)])[0]
     catch_up = CatchUp(
         expected=focus.doc_count,
         payload_of=lambda record_id: read_payload(deps, tx, call.scope, record_id, "record"),
@@ -213,7 +220,7 @@ def _hybrid(
     nearest, eligible = found.neighbours, found.eligible
     fused = rrf([[s.doc_id for s in lexical], [n.record_id for n in nearest]], weights=CHANNEL_WEIGHTS)
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
-    subjects = {doc.record_id: next(iter(doc.fields["primary"].split()), "") for doc in docs}
+    subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
     for neighbour in nearest:
         at.setdefault(neighbour.record_id, neighbour.valid_from_ms)
         subjects.setdefault(neighbour.record_id, neighbour.subject)
@@ -254,8 +261,9 @@ def _keep(deps: Deps, call: Call, embedded: list[Embedded]) -> None:
 
 
 def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Raises ContractError STALE_PAGE, RANKING_UNAVAILABLE, PROJECTION_OVERSIZED, POLICY_UNAVAILABLE,
-    BLOB_MISSING, STORE_UNAVAILABLE. No match is an empty list, never an error."""
+    """Raises ContractError STALE_PAGE, RANKING_UNAVAILABLE, PROJECTION_OVERSIZED, PROJECTION_STALE (the
+    scope awaits a re-index), POLICY_UNAVAILABLE, BLOB_MISSING, STORE_UNAVAILABLE. No match is an empty
+    list, never an error."""
     policy = deps.policies.current()
     capability = arguments.get("capability_policy", {})
     minimum = capability.get("minimum_channels", "lexical")

@@ -192,6 +192,8 @@ class IndexedDoc:
 class IndexStats:
     doc_count: int
     field_token_totals: Mapping[str, int] = field(default_factory=dict)
+    # The tokenizer that built the scope's entries as the store keeps it (None: the first one, or none yet).
+    tokenizer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

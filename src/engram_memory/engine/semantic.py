@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.ports import Scope, StoreTx
-from engram_memory.engine.text import tokenize
+from engram_memory.engine.text import subject, tokenize
 
 __all__ = [
     "SEMANTIC_POOL",
@@ -46,9 +46,12 @@ Matrix = npt.NDArray[np.float32]
 # How many nearest records the channel hands to fusion (RRF gives rank 150 a weight of 1/210, which cannot
 # lift a record past one the lexical channel also found near the top); tuned on the LoCoMo dev set.
 SEMANTIC_POOL = 150
-# How much a memory's context lines weigh in its vector, and how many of them are read (tuned on the
-# LoCoMo dev set; the line cap bounds the model work one admission can cause).
-CONTEXT_WEIGHT = 0.7
+# How much a memory's context lines weigh in its vector, and how many of them are read (the line cap
+# bounds the model work one admission can cause). With multilingual-e5 the context helps a short
+# conversational turn and blurs a self-contained sentence: dense-only R@10 with weight 0.7 / 0 was 73.9 /
+# 72.1 on LoCoMo (English), 90.9 / 94.0 (Japanese), 95.3 / 97.1 (Traditional Chinese); 0.2 keeps most
+# of either gain in fusion (docs/decisions/0014-multilingual-model.md).
+CONTEXT_WEIGHT = 0.2
 CONTEXT_LINES = 8
 # Line embeddings kept per engine so repeated context costs no model pass (384 floats each: 6 MB).
 TEXT_CACHE_ENTRIES = 4096
@@ -63,7 +66,13 @@ class Embedder(Protocol):
     def model_version(self) -> str: ...
     @property
     def dimension(self) -> int: ...
-    def embed(self, texts: Sequence[str]) -> Matrix: ...
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Vectors of memories' texts."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Vectors of search queries (models trained with a query prefix, like e5, use it here)."""
+        ...
 
 
 def _primary_text(payload: Mapping[str, Any]) -> str:
@@ -127,9 +136,8 @@ def semantic_query(query: str, frequent: frozenset[str]) -> str:
 
 
 def subject_of(payload: Mapping[str, Any]) -> str:
-    """The first index token of the primary text: whom or what the memory is about ("Caroline: ...")."""
-    tokens = tokenize(_primary_text(payload))
-    return tokens[0] if tokens else ""
+    """Whom or what the memory is about ("Caroline: ..."): engine/text.py subject."""
+    return subject(tokenize(_primary_text(payload)))
 
 
 def to_bytes(vector: Matrix) -> bytes:

@@ -21,7 +21,9 @@ from engram_memory.engine.ports import JournalEvent, Scope, StoreTx
 from engram_memory.engine.ports_operations import CandidateStateRow, RawJournalRow
 from engram_memory.engine.projection import index_fields
 from engram_memory.engine.ranking import FIELDS
+from engram_memory.engine.reindex import is_stale, scope_tokenizer
 from engram_memory.engine.sealing import open_sealed
+from engram_memory.engine.text import tokenizer_id
 
 ORPHAN_KEY_AGE_MS = 3_600_000
 MAX_SUBJECTS_PER_CHECK = 20
@@ -146,6 +148,8 @@ def _verify_scope(deps: Deps, scope: Scope, report: VerifyReport, with_bodies: s
             records = tx.record_states(scope)
             if folded is not None:
                 _check_fold(checks, folded, candidates, records)
+            step = (ErrorCode.PROJECTION_STALE, "the lexical index")
+            stale = _check_tokenizer(tx, checks)
             step = (ErrorCode.BLOB_MISSING, "the sealed bodies")
             bodies = tx.body_owners(scope)
             with_bodies.update(bodies)
@@ -154,7 +158,7 @@ def _verify_scope(deps: Deps, scope: Scope, report: VerifyReport, with_bodies: s
             if report.full:
                 fields = _open_bodies(deps, tx, scope, live, bodies, report, suspects)
                 step = (ErrorCode.PROJECTION_STALE, "the lexical index")
-                _check_index(tx, checks, records, fields, report)
+                _check_index(tx, checks, records, {} if stale else fields, report)
                 step = (ErrorCode.PROJECTION_STALE, "the semantic index")
                 _check_vectors(deps, tx, scope, checks, records, report)
     except ContractError as exc:
@@ -388,6 +392,20 @@ def _confirm_suspects(deps: Deps, scope: Scope, checks: _Checks, suspects: list[
 
 
 # -- the lexical index -----------------------------------------------------------------------------
+
+
+def _check_tokenizer(tx: StoreTx, checks: _Checks) -> bool:
+    """True when the scope's entries were built by another tokenizer: every entry of a CJK memory would
+    then differ from its body, so one problem says why (and the entries are not compared one by one)."""
+    stats = tx.index_stats(checks.scope)
+    if not is_stale(stats):
+        return False
+    detail = (
+        f"the lexical index of {_name(checks.scope)} was built by tokenizer {scope_tokenizer(stats)}; this version"
+        f" tokenizes with {tokenizer_id()}: run engram-memory reindex"
+    )
+    checks.add("tokenizer", ErrorCode.PROJECTION_STALE, "lexical index", detail)
+    return True
 
 
 def _check_index(

@@ -21,7 +21,7 @@ from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import ALL_TOOLS, tool_from_name
 from engram_memory.engine.gate import APPROVAL_TTL_MAX_MS, ConfirmationError
 from engram_memory.engine.ports import ConfirmationRow
-from engram_memory.host import cli_keys, cli_operations, cli_records, cli_review
+from engram_memory.host import cli_index, cli_keys, cli_operations, cli_records, cli_review
 from engram_memory.host.bindings import BindingError, issue_binding, parse_duration
 from engram_memory.host.cli_common import HomeOption, JsonOption, err, fail, one_line, out
 from engram_memory.host.compose import (
@@ -44,7 +44,7 @@ app = typer.Typer(
 )
 confirmations_app = typer.Typer(help="The human gate for withdraw and forget (and gated capture/admission).")
 app.add_typer(confirmations_app, name="confirmations")
-for module in (cli_review, cli_records, cli_operations, cli_keys):
+for module in (cli_review, cli_records, cli_operations, cli_keys, cli_index):
     module.register(app)
 
 
@@ -191,6 +191,8 @@ def serve(
         if http:
             refuse_unsafe_address(host, allow_remote)
         with serving_engines(paths) as (agents, owner):
+            # Indexes built by another tokenizer or model are moved first: a stale scope cannot be searched.
+            cli_index.serve_reindex(owner, log.info)
             # A store that fails its start-up check is refused rather than allowed to answer wrongly.
             first = verify_store(owner.deps, full=False).first
             if first is not None:

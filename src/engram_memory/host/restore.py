@@ -23,7 +23,7 @@ from engram_memory.engine import journal
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.mutation import append_event_as, host_actor
 from engram_memory.engine.ports import Clock, JournalEvent, KeyRing, KeyVault, Scope
-from engram_memory.engine.projection import index_fields
+from engram_memory.engine.projection import add_index_entry
 from engram_memory.engine.sealing import open_sealed
 from engram_memory.engine.semantic import VectorCache, embed_record, to_bytes
 from engram_memory.host.archive import ArchiveInvalid, open_archive
@@ -267,7 +267,7 @@ def _rebuild_index(work: SQLiteStore, keyring: KeyRing, vault: KeyVault, semanti
                 continue
             if owner.kind == "record" and owner.state == RecordState.ACCEPTED_CURRENT.value:
                 payload = json.loads(plaintext)["payload"]
-                tx.index_record(owner.scope, owner.owner_id, index_fields(payload))
+                add_index_entry(tx, owner.scope, owner.owner_id, payload)
                 current.append((owner.scope, owner.owner_id, payload))
                 indexed += 1
         if semantic is not None:

@@ -102,7 +102,7 @@ class PostgresTx(SqlTx):
         return f"convert_to({column}, 'UTF8')"
 
     # -- lexical index ---------------------------------------------------------------------
-    def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str]) -> None:
+    def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str], *, tokenizer: str) -> None:
         rid = self._rid(scope, record_id)
         if rid is None:
             raise StoreInvariantError("indexing a record that does not exist")
@@ -112,7 +112,7 @@ class PostgresTx(SqlTx):
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rid, scope.tenant, scope.workspace, scope_token(scope), *values),
         )
-        self._shift_stats(scope, 1, [len(value.split()) for value in values])
+        self._shift_stats(scope, 1, [len(value.split()) for value in values], tokenizer)
 
     def unindex_record(self, scope: Scope, record_id: str) -> bool:
         rid = self._rid(scope, record_id)
@@ -127,6 +127,28 @@ class PostgresTx(SqlTx):
         if row is None:
             return False
         self._shift_stats(scope, -1, [-len(str(value).split()) for value in row])
+        return True
+
+    def reindex_record(self, scope: Scope, record_id: str, fields: Mapping[str, str]) -> bool:
+        rid = self._rid(scope, record_id)
+        if rid is None:
+            return False
+        row = self._db.execute(
+            f"SELECT {', '.join(_FIELD_COLUMNS)} FROM lexical_index"  # noqa: S608
+            " WHERE rid = ? AND tenant = ? AND workspace = ?",
+            (rid, scope.tenant, scope.workspace),
+        ).fetchone()
+        values = [fields.get(name, "") for name in FIELDS]
+        if row is None or [str(value) for value in row] == values:
+            return False
+        assignments = ", ".join(f"{column} = ?" for column in _FIELD_COLUMNS)
+        self._db.execute(
+            f"UPDATE lexical_index SET {assignments} WHERE rid = ? AND tenant = ? AND workspace = ?",  # noqa: S608
+            (*values, rid, scope.tenant, scope.workspace),
+        )
+        self._shift_stats(
+            scope, 0, [len(new.split()) - len(str(old).split()) for old, new in zip(row, values, strict=True)]
+        )
         return True
 
     def purge_index(self) -> None:

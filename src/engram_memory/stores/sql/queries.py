@@ -315,13 +315,19 @@ class SqlTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def _shift_stats(self, scope: Scope, docs: int, lengths: Sequence[int]) -> None:
-        """Keeps the scope's document count and per-field token totals (BM25F's corpus statistics)."""
+    def _shift_stats(self, scope: Scope, docs: int, lengths: Sequence[int], tokenizer: str | None = None) -> None:
+        """Keeps the scope's document count and per-field token totals (BM25F's corpus statistics).
+
+        A scope with no entry yet takes the tokenizer of the entry being added; one with entries keeps
+        the tokenizer that built them until a re-index moves it (set_index_tokenizer).
+        """
         self._enter_tenant(scope.tenant)
         assignments = ", ".join(f"{column} = {column} + ?" for column in LEN_COLUMNS)
         cursor = self._db.execute(
-            f"UPDATE scopes SET doc_count = doc_count + ?, {assignments} WHERE tenant = ? AND workspace = ?",  # noqa: S608
-            (docs, *lengths, scope.tenant, scope.workspace),
+            f"UPDATE scopes SET doc_count = doc_count + ?, {assignments},"  # noqa: S608
+            " tokenizer = CASE WHEN doc_count = 0 THEN COALESCE(?, tokenizer) ELSE tokenizer END"
+            " WHERE tenant = ? AND workspace = ?",
+            (docs, *lengths, tokenizer, scope.tenant, scope.workspace),
         )
         if cursor.rowcount != 1:
             raise StoreInvariantError("index statistics of a scope with no journal")
@@ -329,12 +335,22 @@ class SqlTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
     def index_stats(self, scope: Scope) -> IndexStats:
         self._enter_tenant(scope.tenant)
         row = self._db.execute(
-            f"SELECT doc_count, {', '.join(LEN_COLUMNS)} FROM scopes WHERE tenant = ? AND workspace = ?",  # noqa: S608
+            f"SELECT doc_count, {', '.join(LEN_COLUMNS)}, tokenizer FROM scopes"  # noqa: S608
+            " WHERE tenant = ? AND workspace = ?",
             (scope.tenant, scope.workspace),
         ).fetchone()
         if row is None:
             return IndexStats(doc_count=0, field_token_totals=dict.fromkeys(FIELDS, 0))
-        return IndexStats(doc_count=row[0], field_token_totals=dict(zip(FIELDS, row[1:], strict=True)))
+        return IndexStats(
+            doc_count=row[0], field_token_totals=dict(zip(FIELDS, row[1:-1], strict=True)), tokenizer=row[-1]
+        )
+
+    def set_index_tokenizer(self, scope: Scope, tokenizer: str) -> None:
+        self._enter_tenant(scope.tenant)
+        self._db.execute(
+            "UPDATE scopes SET tokenizer = ? WHERE tenant = ? AND workspace = ?",
+            (tokenizer, scope.tenant, scope.workspace),
+        )
 
     # -- tombstones ------------------------------------------------------------------------
     def add_tombstone(self, scope: Scope, payload_digest: str, at_ms: int) -> None:

@@ -65,10 +65,41 @@ class SQLiteTx(SqlTx):
         return self._db
 
     # -- lexical index ---------------------------------------------------------------------
-    def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str]) -> None:
+    def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str], *, tokenizer: str) -> None:
         rid = self._rid(scope, record_id)
         if rid is None:
             raise StoreInvariantError("indexing a record that does not exist")
+        values = self._insert_entry(scope, rid, fields)
+        self._shift_stats(scope, 1, [len(value.split()) for value in values], tokenizer)
+
+    def unindex_record(self, scope: Scope, record_id: str) -> bool:
+        rid = self._rid(scope, record_id)
+        if rid is None:
+            return False
+        self._drop_vector(scope, rid)
+        old = self._delete_entry(scope, rid)
+        if old is None:
+            return False
+        self._shift_stats(scope, -1, [-len(value.split()) for value in old])
+        return True
+
+    def reindex_record(self, scope: Scope, record_id: str, fields: Mapping[str, str]) -> bool:
+        rid = self._rid(scope, record_id)
+        if rid is None:
+            return False
+        row = self._db.execute(
+            f"SELECT {', '.join(FTS_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
+            (rid,),
+        ).fetchone()
+        if row is None or [str(value or "") for value in row] == [fields.get(name, "") for name in FIELDS]:
+            return False
+        old = self._delete_entry(scope, rid) or []
+        new = self._insert_entry(scope, rid, fields)
+        self._shift_stats(scope, 0, [len(b.split()) - len(a.split()) for a, b in zip(old, new, strict=True)])
+        return True
+
+    def _insert_entry(self, scope: Scope, rid: int, fields: Mapping[str, str]) -> list[str]:
+        """The FTS5 row and its postings; returns the field texts in FIELDS order."""
         values = [fields.get(name, "") for name in FIELDS]
         self._db.execute(
             f"INSERT INTO lexical_index (rowid, scope, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
@@ -79,25 +110,21 @@ class SQLiteTx(SqlTx):
             self._pending.add(scope, rid, fields_of)
         else:
             postings.add(self._db, scope, rid, fields_of)
-        self._shift_stats(scope, 1, [len(value.split()) for value in values])
+        return values
 
-    def unindex_record(self, scope: Scope, record_id: str) -> bool:
-        rid = self._rid(scope, record_id)
-        if rid is None:
-            return False
-        self._drop_vector(scope, rid)
+    def _delete_entry(self, scope: Scope, rid: int) -> list[str] | None:
+        """Deletes the FTS5 row and its postings; returns its field texts, or None when there was none."""
         row = self._db.execute(
             f"SELECT {', '.join(FTS_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
             (rid,),
         ).fetchone()
         if row is None:
-            return False
+            return None
+        values = [str(value or "") for value in row]
         self._db.execute("DELETE FROM lexical_index WHERE rowid = ?", (rid,))
         if self._pending is None or not self._pending.cancel(rid):
-            fields = {name: str(value or "") for name, value in zip(FIELDS, row, strict=True)}
-            postings.drop(self._db, scope, rid, fields)
-        self._shift_stats(scope, -1, [-len(str(value).split()) for value in row])
-        return True
+            postings.drop(self._db, scope, rid, dict(zip(FIELDS, values, strict=True)))
+        return values
 
     def purge_index(self) -> None:
         # Deleted FTS5 tokens linger in old segments until they are merged away.
