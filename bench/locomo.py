@@ -147,7 +147,11 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run(folder: Path, channels: str) -> dict[str, Any]:
-    conversations = load_folder(folder)
+    return run_conversations(load_folder(folder), channels)
+
+
+def run_conversations(conversations: list[Conversation], channels: str) -> dict[str, Any]:
+    """The protocol over conversations already loaded (bench/multilingual.py converts some first)."""
     recall = {k: [] for k in KS}  # type: dict[int, list[float]]
     hits = {k: [] for k in KS}  # type: dict[int, list[float]]
     latencies: list[float] = []
@@ -159,6 +163,8 @@ def run(folder: Path, channels: str) -> dict[str, Any]:
         with open_engine(paths, semantic=channels == "hybrid") as engine:
             if channels == "hybrid" and engine.deps.semantic is None:
                 raise SystemExit("--channels hybrid needs the semantic extra: pip install 'engram-memory[semantic]'")
+            if engine.deps.semantic is not None:
+                engine.deps.semantic.embedder.embed(["warm-up"])  # loading the model is not ingest
             for n, conversation in enumerate(conversations):
                 binding = bench_binding(paths, tenant="locomo", workspace=f"conversation-{n + 1}", purpose=PURPOSE)
                 dia_of: dict[str, str] = {}

@@ -1,0 +1,129 @@
+"""bench/locomo.py's protocol over every language of a multilingual split, lexical and hybrid, in one run.
+
+Run on demand (not part of `make test`):
+
+    .venv/bin/python bench/multilingual.py DATA_DIR [--english LOCOMO_DIR] [--json] [--channels lexical,hybrid]
+
+Every subfolder of DATA_DIR that holds LoCoMo-format files (`*.json`) is one language, named by its
+folder; `--english` adds a LoCoMo folder as the row `en`. Cross-script: every folder whose text is
+Traditional Chinese (found by reading it: OpenCC's t2s changes a noticeable share of its Han
+characters) is run again with its questions converted to Simplified (OpenCC t2s) and its memories
+left as they are, as the row `<folder>→simplified-questions`. Nothing about particular files is known
+here. Each row is one fresh home per channel setting; columns as bench/locomo.py (R@5, R@10, Hit@10,
+search p50/p95 in process, ingest/s including embedding). Results: docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import opencc
+
+from locomo import Conversation, Question, load_folder, run_conversations
+
+CHANNELS = ("lexical", "hybrid")
+# A folder is Traditional Chinese when its memories are written in Han almost alone (Japanese mixes in
+# kana, Korean is Hangul) and t2s changes at least this share of those Han characters: Simplified text
+# changes by well under 1 %, Traditional text by 15-35 %.
+TRADITIONAL_SHARE = 0.08
+HAN_ALONE = 0.9  # Han characters among the memories' Han, Kana and Hangul characters
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_KANA_HANGUL = re.compile("[\u3040-\u30ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
+
+
+def language_folders(data_dir: Path) -> list[Path]:
+    folders = sorted(path for path in data_dir.iterdir() if path.is_dir() and any(path.glob("*.json")))
+    if not folders:
+        raise SystemExit(f"no subfolder of {data_dir} holds *.json conversation files")
+    return folders
+
+
+def _simplifier() -> Any:
+    return opencc.OpenCC("t2s")
+
+
+def traditional_share(conversations: list[Conversation]) -> float:
+    """The share of Han characters of the memories that t2s changes (0 when there are none, or when the
+    memories are not written in Han alone)."""
+    converter = _simplifier()
+    changed = total = other = 0
+    for conversation in conversations:
+        for turn in conversation.turns:
+            other += len(_KANA_HANGUL.findall(turn.text))
+            original = _HAN.findall(turn.text)
+            if not original:
+                continue
+            converted = _HAN.findall(converter.convert(turn.text))
+            total += len(original)
+            if len(converted) == len(original):
+                changed += sum(a != b for a, b in zip(original, converted, strict=True))
+            else:
+                changed += abs(len(converted) - len(original))
+    if not total or total / (total + other) < HAN_ALONE:
+        return 0.0
+    return changed / total
+
+
+def simplified_questions(conversations: list[Conversation]) -> list[Conversation]:
+    converter = _simplifier()
+    return [
+        replace(c, questions=[Question(converter.convert(q.text), q.evidence) for q in c.questions])
+        for c in conversations
+    ]
+
+
+def run(data_dir: Path, english: Path | None, channels: list[str]) -> list[dict[str, Any]]:
+    datasets: list[tuple[str, list[Conversation]]] = []
+    for folder in language_folders(data_dir):
+        conversations = load_folder(folder)
+        datasets.append((folder.name, conversations))
+        if traditional_share(conversations) >= TRADITIONAL_SHARE:
+            datasets.append((f"{folder.name}→simplified-questions", simplified_questions(conversations)))
+    if english is not None:
+        datasets.append(("en", load_folder(english)))
+    rows = []
+    for name, conversations in datasets:
+        for channel in channels:
+            result = run_conversations(conversations, channel)
+            rows.append({"language": name, "channels": channel, **result})
+            print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
+    return rows
+
+
+KEYS = ["questions", "memories", "R@5", "R@10", "Hit@10", "search_p50_ms", "search_p95_ms", "ingest_per_s"]
+
+
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| language | channels | " + " | ".join(KEYS) + " |", "|---" * (len(KEYS) + 2) + "|"]
+    for row in rows:
+        lines.append(f"| {row['language']} | {row['channels']} | " + " | ".join(str(row[key]) for key in KEYS) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("data_dir", type=Path, help="a folder of language folders of LoCoMo-format files")
+    parser.add_argument("--english", type=Path, help="a folder of LoCoMo-format files, reported as the row en")
+    parser.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
+    parser.add_argument("--channels", default=",".join(CHANNELS), help="comma-separated: lexical, hybrid")
+    options = parser.parse_args(argv)
+    channels = [c for c in options.channels.split(",") if c]
+    if not channels or any(c not in CHANNELS for c in channels):
+        parser.error(f"--channels takes {', '.join(CHANNELS)}")
+    if not options.data_dir.is_dir():
+        parser.error(f"{options.data_dir} is not a folder")
+    if options.english is not None and not options.english.is_dir():
+        parser.error(f"{options.english} is not a folder")
+    rows = run(options.data_dir, options.english, channels)
+    print(json.dumps(rows, ensure_ascii=False) if options.json else "\n".join(table(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
