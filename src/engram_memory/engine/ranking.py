@@ -22,6 +22,8 @@ __all__ = [
     "IMPACT_SCALE",
     "K1",
     "LEXICAL_SUBJECT_BOOST",
+    "MAX_QUERY_TERMS",
+    "MAX_RANKED_TERMS",
     "RECENCY_HALF_LIFE_MS",
     "RECENCY_WEIGHT",
     "RRF_K",
@@ -37,6 +39,7 @@ __all__ = [
     "idf",
     "lexical_formula",
     "rank",
+    "rarest_terms",
     "recency",
     "rrf",
     "term_impacts",
@@ -63,6 +66,11 @@ LEXICAL_SUBJECT_BOOST = 1.0  # the same boost when the lexical channel ranks alo
 # A query term in at least this share of the scope's memories (given enough of them) is "frequent".
 FREQUENT_SHARE = 0.3
 FREQUENT_MIN_DOCS = 20
+# A query is a question, not a document: of a longer one, the first MAX_QUERY_TERMS distinct terms are
+# read, and the MAX_RANKED_TERMS rarest of them in the scope rank (8 KiB of Chinese is 5,000 terms; a
+# question, 20 to 80). The bound keeps a pasted page from costing thousands of postings lists.
+MAX_QUERY_TERMS = 1024
+MAX_RANKED_TERMS = 256
 
 _MS_PER_DAY = 24 * 3600 * 1000
 _SCORE_DECIMALS = 9
@@ -229,8 +237,25 @@ def frequent_terms(terms: Sequence[str], df: Mapping[str, int], doc_count: int) 
     return frozenset(term for term in terms if df.get(term, 0) >= FREQUENT_SHARE * doc_count)
 
 
+def rarest_terms(terms: Sequence[str], df: Mapping[str, int]) -> list[str]:
+    """At most MAX_RANKED_TERMS of the terms, in query order: the rarest the scope holds first (a term
+    no memory holds adds nothing to any score), ties by position."""
+    if len(terms) <= MAX_RANKED_TERMS:
+        return list(terms)
+
+    def rarity(position: int) -> tuple[bool, int, int]:
+        docs = df.get(terms[position], 0)
+        return (docs == 0, docs, position)
+
+    kept = sorted(sorted(range(len(terms)), key=rarity)[:MAX_RANKED_TERMS])
+    return [terms[position] for position in kept]
+
+
 def _frequent() -> str:
-    return f"[frequent>={_num(FREQUENT_SHARE)}*docs>={FREQUENT_MIN_DOCS}]"
+    return (
+        f"[frequent>={_num(FREQUENT_SHARE)}*docs>={FREQUENT_MIN_DOCS}]"
+        f"[terms<={MAX_QUERY_TERMS},rarest<={MAX_RANKED_TERMS}]"
+    )
 
 
 def lexical_formula() -> str:

@@ -38,6 +38,7 @@ from engram_memory.engine.ranking import (
     DATE_BOOST,
     FIELDS,
     LEXICAL_SUBJECT_BOOST,
+    MAX_QUERY_TERMS,
     SUBJECT_BOOST,
     CorpusStats,
     Document,
@@ -47,6 +48,7 @@ from engram_memory.engine.ranking import (
     hybrid_formula,
     lexical_formula,
     rank,
+    rarest_terms,
     recency,
     rrf,
 )
@@ -156,7 +158,7 @@ class _Focus:
 def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
     """The query's terms, the terms that rank lexically, the frequent ones (see _hybrid), and how many
     memories the scope has."""
-    terms = query_terms(query)
+    terms = query_terms(query)[:MAX_QUERY_TERMS]
     stats = tx.index_stats(call.scope)
     if is_stale(stats):
         # Entries built by another tokenizer would meet these terms on the wrong tokens: never answer
@@ -165,7 +167,8 @@ def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
     doc_count = stats.doc_count
     df = tx.term_doc_counts(call.scope, terms)
     frequent = frequent_terms(terms, df, doc_count)
-    return _Focus(terms, [term for term in terms if term not in frequent] or list(terms), frequent, doc_count, df)
+    lexical_terms = rarest_terms([term for term in terms if term not in frequent] or terms, df)
+    return _Focus(terms, lexical_terms, frequent, doc_count, df)
 
 
 def _subject_boosted(scored: float, subject: str, terms: Sequence[str], boost: float) -> float:
