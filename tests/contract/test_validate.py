@@ -177,3 +177,42 @@ def test_strings_must_be_nfc(text: str) -> None:
         assert code is ErrorCode.INVALID_SCHEMA
         return
     assert (code is None) == unicodedata.is_normalized("NFC", text)
+
+
+def _at(args: dict[str, Any], path: str) -> Any:
+    value: Any = args
+    for part in path.split("/"):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+@pytest.mark.parametrize("path", ["payload/citations/0/content_digest", "evidence/evidence_digest"])
+@pytest.mark.parametrize("tail", ["\n", "\r\n", "\n\n", " "])
+def test_a_digest_with_anything_after_it_has_the_wrong_shape(path: str, tail: str) -> None:
+    # JSON Schema's `$` is the end of the text (ECMA-262); Python's would let a final newline through.
+    args = capture_args("A decision worth keeping.")
+    assert code_of(Tool.CAPTURE, with_change(args, path, _at(args, path) + tail)) is ErrorCode.INVALID_DIGEST
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        (Tool.GET, {"purpose_ref": PURPOSE}),
+        (Tool.FORGET, {"idempotency_key": "k" * 16, "reason_ref": "r"}),
+    ],
+)
+@pytest.mark.parametrize("tail", ["\n", "\r\n", "\n\n"])
+def test_a_record_id_with_a_trailing_newline_is_invalid_schema(
+    tool: Tool, arguments: dict[str, Any], tail: str
+) -> None:
+    assert code_of(tool, {**arguments, "record_id": "mem_abc"}) is None
+    assert code_of(tool, {**arguments, "record_id": "mem_abc" + tail}) is ErrorCode.INVALID_SCHEMA
+
+
+def test_an_instant_with_a_trailing_newline_is_invalid_schema() -> None:
+    args = capture_args("A decision worth keeping.")
+    path = "payload/retention/expires_at"
+    retention = {"derivative_rule": "make-ineligible", "expires_at": "2999-01-01T00:00:00.000Z"}
+    valid = with_change(args, "payload/retention", retention)
+    assert code_of(Tool.CAPTURE, valid) is None
+    assert code_of(Tool.CAPTURE, with_change(valid, path, "2999-01-01T00:00:00.000Z\n")) is ErrorCode.INVALID_SCHEMA

@@ -14,7 +14,7 @@ from tests.support.engines import steered_engine
 from tests.support.faults import commit_fault
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
-from tests.support.payloads import capture_args, unique_key
+from tests.support.payloads import PURPOSE, capture_args, unique_key
 from tests.support.raw import raw_store
 
 TABLES = ("journal", "candidates", "records", "sealed_bodies", "idempotency", "tombstones", "lexical_index")
@@ -141,3 +141,39 @@ def test_gated_replay_needs_no_new_approval(agent: InProcessAgent, steered: Engi
     assert _gated(agent, steered, tool, args)["ok"]
     assert steered.confirmations() == []
     assert agent.value(tool, args)["replayed"] is True
+
+
+def _with_nul(agent: InProcessAgent) -> list[tuple[str, dict[str, Any]]]:
+    record_id = agent.remember("Ids, keys and reasons never carry U+0000.")
+    candidate = agent.capture("A pending one.")["candidate_id"]
+    key = unique_key("nul")
+    return [
+        ("engram_memory_get", {"record_id": record_id + "\x00", "purpose_ref": PURPOSE}),
+        ("engram_memory_get", {"record_id": record_id, "purpose_ref": PURPOSE + "\x00"}),
+        ("engram_memory_search", {"query": "ids\x00keys", "purpose_ref": PURPOSE}),
+        ("engram_memory_capture", capture_args("Text with \x00 inside.")),
+        ("engram_memory_capture", capture_args("A key with a NUL.", key=key + "\x00")),
+        ("engram_memory_request_admission", {"candidate_id": candidate + "\x00", "idempotency_key": key}),
+        ("engram_memory_request_admission", {"candidate_id": candidate, "idempotency_key": key + "\x00"}),
+        ("engram_memory_withdraw", {"candidate_id": candidate, "idempotency_key": key, "reason_ref": "r\x00"}),
+        ("engram_memory_forget", {"record_id": record_id, "idempotency_key": "\x00" + key, "reason_ref": "r"}),
+        ("engram_memory_forget", {"record_id": record_id, "idempotency_key": key, "reason_ref": "\x00"}),
+    ]
+
+
+def test_u0000_anywhere_is_invalid_schema_on_every_store(agent: InProcessAgent, paths: HostPaths) -> None:
+    # PostgreSQL's text cannot hold U+0000: it must never get as far as the store, on any store.
+    attempts = _with_nul(agent)
+    before = _snapshot(paths)
+    for tool, args in attempts:
+        assert agent.error_code(tool, args) == "INVALID_SCHEMA", (tool, args)
+    assert _snapshot(paths) == before
+
+
+@pytest.mark.parametrize("tail", ["\n", "\r\n"])
+def test_an_id_with_a_trailing_newline_is_invalid_schema_not_a_lookup(agent: InProcessAgent, tail: str) -> None:
+    record_id = agent.remember("A record its id finds, and only its id.")
+    assert agent.error_code("engram_memory_get", {"record_id": record_id + tail, "purpose_ref": PURPOSE}) == (
+        "INVALID_SCHEMA"
+    )
+    assert agent.get(record_id)["output"]["value"]["record"]["record_id"] == record_id

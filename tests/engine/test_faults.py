@@ -103,6 +103,21 @@ def test_policy_unavailable_when_policy_file_is_broken(agent: InProcessAgent, pa
     assert agent.capture("Back to normal.")["status"] == "committed_pending"
 
 
+@pytest.mark.parametrize("line", ["version = 9007199254740993", 'policy_id = "cafe\u0301"'])
+def test_policy_unavailable_when_policy_file_holds_what_its_digest_cannot(
+    agent: InProcessAgent, paths: HostPaths, line: str
+) -> None:
+    good = paths.policy.read_text()
+    paths.policy.write_text(line + "\n")
+    for tool, args in [
+        ("engram_memory_capture", capture_args("x")),
+        ("engram_memory_search", {"query": "x", "purpose_ref": "purpose:tests"}),
+    ]:
+        assert agent.call(tool, args)["error"]["code"] == "POLICY_UNAVAILABLE"
+    paths.policy.write_text(good)
+    assert agent.capture("Back to normal.")["status"] == "committed_pending"
+
+
 class ChangingPolicy:
     """Simulated race: the host edits the policy between the decision and its commit."""
 

@@ -135,6 +135,12 @@ def test_policies_that_differ_have_different_digests() -> None:
         ("min_citations = 0\n", "min_citations, max_payload_bytes and max_retention_days must be positive"),
         ("max_payload_bytes = -1\n", "min_citations, max_payload_bytes and max_retention_days must be positive"),
         ("max_retention_days = 0\n", "min_citations, max_payload_bytes and max_retention_days must be positive"),
+        ("version = 9007199254740992\n", "version must be at most 2^53 - 1"),
+        ("max_payload_bytes = 9223372036854775807\n", "max_payload_bytes must be at most 2^53 - 1"),
+        ("min_citations = -9007199254740993\n", "min_citations must be at most 2^53 - 1"),
+        ("max_retention_days = 9007199254740991\n", "max_retention_days must be at most 36500000"),
+        ('policy_id = "cafe\u0301"\n', "the policy holds text canonical JSON cannot carry (not NFC)"),
+        ('retain_principals = ["cafe\u0301"]\n', "the policy holds text canonical JSON cannot carry (not NFC)"),
     ],
 )
 def test_invalid_policy_text_raises_policy_error_with_a_reason(text: str, message: str) -> None:

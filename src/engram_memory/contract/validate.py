@@ -7,8 +7,10 @@ otherwise valid arguments, which is INVALID_DIGEST.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -64,6 +66,19 @@ def _sorted(_validator: Any, wanted: bool, instance: object, _schema: Any) -> It
         yield ValidationError("items are not sorted")
 
 
+@functools.cache
+def _ecma_pattern(pattern: str) -> re.Pattern[str]:
+    """`pattern` with ECMA-262's `$` (JSON Schema's dialect: the end of the text), not Python's, which
+    also matches before a final newline ("sha256:…\n" would pass). Our patterns hold `$` only as an
+    anchor, never escaped or inside a class."""
+    return re.compile(pattern.replace("$", r"\Z"))
+
+
+def _pattern(_validator: Any, pattern: str, instance: object, _schema: Any) -> Iterator[ValidationError]:
+    if isinstance(instance, str) and _ecma_pattern(pattern).search(instance) is None:
+        yield ValidationError("string does not match its pattern")
+
+
 def _is_canonical_instant(instance: object) -> bool:
     return not isinstance(instance, str) or parse_instant(instance) is not None
 
@@ -74,7 +89,7 @@ _FORMATS.checks("date-time")(_is_canonical_instant)
 
 _ContractValidator = validators.extend(
     Draft202012Validator,
-    validators={UTF8_BYTES: _utf8_bytes, UNIQUE_BY: _unique_by, SORTED: _sorted},
+    validators={UTF8_BYTES: _utf8_bytes, UNIQUE_BY: _unique_by, SORTED: _sorted, "pattern": _pattern},
     type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
 )
 
@@ -124,8 +139,8 @@ def _invalid() -> ContractError:
 
 
 def _check_text_and_numbers(value: object) -> bool:
-    """Every string must be valid UTF-8 in NFC; every number finite. Keys included. True when some
-    number is a float."""
+    """Every string must be valid UTF-8 in NFC without U+0000 (PostgreSQL's text cannot hold it, so
+    every store refuses it alike); every number finite. Keys included. True when some number is a float."""
     floats = False
     stack = [value]
     while stack:
@@ -135,7 +150,7 @@ def _check_text_and_numbers(value: object) -> bool:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise _invalid() from exc
-            if not unicodedata.is_normalized("NFC", item):
+            if "\x00" in item or not unicodedata.is_normalized("NFC", item):
                 raise _invalid()
         elif isinstance(item, float):
             floats = True

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from engram_memory.contract.binding import TRUST_CLASSES
-from engram_memory.contract.canonical import POLICY_DOMAIN, digest
+from engram_memory.contract.canonical import MAX_SAFE_INTEGER, POLICY_DOMAIN, CanonicalError, digest
 from engram_memory.engine.secrets import CATEGORIES, DEFAULT_CATEGORIES
 
 DECISION_MAX_AGE_MS = 300_000
@@ -100,10 +100,17 @@ class AdmissionPolicy:
         return "*" in self.retain_principals or principal in self.retain_principals
 
 
+# Retention in epoch milliseconds must stay a safe integer: about 285,000 years, so a real cap is far below.
+MAX_RETENTION_DAYS = 36_500_000
+
+
 def _get(data: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
     value = data.get(key, default)
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
         raise PolicyError(f"{key} must be an integer")
+    if kind is int and abs(value) > MAX_SAFE_INTEGER:
+        # The policy's digest is canonical JSON, which holds safe integers only (RFC 8785).
+        raise PolicyError(f"{key} must be at most 2^53 - 1")
     if not isinstance(value, kind):
         raise PolicyError(f"{key} must be a {kind.__name__}")
     return value
@@ -190,7 +197,12 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         raise PolicyError("min_citations, max_payload_bytes and max_retention_days must be positive")
     if not policy.policy_id.strip() or policy.version < 1:
         raise PolicyError("policy_id must be non-empty and version a positive integer")
-    return policy.with_digest()
+    if policy.max_retention_days > MAX_RETENTION_DAYS:
+        raise PolicyError(f"max_retention_days must be at most {MAX_RETENTION_DAYS}")
+    try:
+        return policy.with_digest()
+    except CanonicalError as exc:
+        raise PolicyError("the policy holds text canonical JSON cannot carry (not NFC)") from exc
 
 
 class PolicySource(Protocol):

@@ -23,7 +23,7 @@ from engram_memory.engine.gate import APPROVAL_TTL_MAX_MS, ConfirmationError
 from engram_memory.engine.ports import ConfirmationRow
 from engram_memory.host import cli_index, cli_keys, cli_operations, cli_records, cli_review
 from engram_memory.host.bindings import BindingError, issue_binding, parse_duration
-from engram_memory.host.cli_common import HomeOption, JsonOption, err, fail, one_line, out
+from engram_memory.host.cli_common import HomeOption, JsonOption, err, fail, one_line, out, say
 from engram_memory.host.compose import (
     HomeError,
     current_user,
@@ -34,6 +34,7 @@ from engram_memory.host.compose import (
 )
 from engram_memory.host.keyfiles import KeyFileError, load_signing_key
 from engram_memory.host.settings import HOUSEKEEPING_INTERVAL_S, binding_from_environment, resolve_home
+from engram_memory.host.terminal import json_text
 
 app = typer.Typer(
     name="engram-memory",
@@ -260,19 +261,18 @@ def confirmations_list(
         out.print("no confirmation requests")
         return
     for item in items:
-        # One block per request: readable at any terminal width, and the id is never cut short.
-        out.print(f"{item['id']}  {item['status']}  {item['tool']} {item['target']}", markup=False, highlight=False)
-        out.print(
+        # One block per request: readable at any terminal width, and the id is never cut short. Every
+        # value an agent chose is shown inline-escaped (say), so none can forge or hide a line.
+        say(f"{item['id']}  {item['status']}  {item['tool']} {item['target']}")
+        say(
             f"    asked by {item['principal']} ({item['tenant']}/{item['workspace']}), agent {item['agent_id']},"
-            f" session {item['session']}",
-            markup=False,
-            highlight=False,
+            f" session {item['session']}"
         )
         details = f"    reason {item['reason_ref'] or '-'}; requested {item['requested_at']}"
         if item["approval_expires_at"]:
             details += f"; approved until {item['approval_expires_at']}"
-        out.print(details, markup=False, highlight=False)
-        out.print(f"    {json.dumps(item['summary'], ensure_ascii=False)}", markup=False, highlight=False)
+        say(details)
+        say(f"    {json_text(item['summary'])}")
 
 
 def _decide(confirmation_id: str, home: Path | None, approve_ttl_s: int | None, as_json: bool) -> None:
@@ -291,13 +291,12 @@ def _decide(confirmation_id: str, home: Path | None, approve_ttl_s: int | None, 
     if as_json:
         sys.stdout.write(json.dumps(_confirmation_json(row, row.status)) + "\n")
     elif row.status == "approved" and row.approval_expires_at_ms is not None:
-        out.print(
+        say(
             f"approved {row.confirmation_id} ({row.tool} {row.target}) until "
-            f"{format_instant(row.approval_expires_at_ms)}: the agent may now repeat the identical call",
-            markup=False,
+            f"{format_instant(row.approval_expires_at_ms)}: the agent may now repeat the identical call"
         )
     else:
-        out.print(f"denied {row.confirmation_id} ({row.tool} {row.target})", markup=False)
+        say(f"denied {row.confirmation_id} ({row.tool} {row.target})")
 
 
 @confirmations_app.command("approve")

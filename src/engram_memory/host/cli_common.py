@@ -19,9 +19,10 @@ from engram_memory.engine.engine import Engine
 from engram_memory.host.compose import HomeError, open_engine
 from engram_memory.host.keyfiles import KeyFileError
 from engram_memory.host.settings import HOME_ENV, HostPaths, resolve_home
+from engram_memory.host.terminal import SafeConsole, inline
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out: Console = SafeConsole(soft_wrap=True)
+err: Console = SafeConsole(stderr=True, soft_wrap=True)
 
 HomeOption = Annotated[
     Path | None,
@@ -41,8 +42,9 @@ def fail(reason: str, code: int = 1) -> NoReturn:
 
 
 def say(text: str) -> None:
-    """One line for a person, printed exactly (no markup, no highlighting)."""
-    out.print(text, markup=False, highlight=False)
+    """One line for a person, printed exactly (no markup, no highlighting); a line break or control
+    character inside it (from a value an agent chose) is shown as an escape."""
+    out.print(inline(text), markup=False, highlight=False)
 
 
 @contextmanager

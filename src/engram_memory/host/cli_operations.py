@@ -28,6 +28,7 @@ from engram_memory.engine.verify import VerifyReport, problems_json, verify_stor
 from engram_memory.host.cli_common import HomeOption, JsonOption, err, fail, opened_engine, out, say
 from engram_memory.host.compose import current_user
 from engram_memory.host.operations_stats import StoreStats, gather_stats
+from engram_memory.host.terminal import json_text
 
 TOKEN_ID_RE = re.compile(r"^bind_[a-z2-7]{16}$")
 InstantOption = Annotated[str | None, typer.Option(help="A canonical UTC instant, e.g. 2026-01-31T09:00:00.000Z.")]
@@ -69,7 +70,7 @@ def verify(
             with err.status("verifying the store"):
                 report = verify_store(engine.deps, full=not quick)
     if as_json:
-        sys.stdout.write(json.dumps(problems_json(report), ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(problems_json(report)) + "\n")
     else:
         _print_report(report)
     first = report.first
@@ -109,7 +110,7 @@ def stats(home: HomeOption = None, as_json: JsonOption = False) -> None:
     with opened_engine(home) as (engine, paths), _store_faults():
         gathered = gather_stats(engine, paths)
     if as_json:
-        sys.stdout.write(json.dumps(gathered.as_json(), ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(gathered.as_json()) + "\n")
         return
     _print_stats(gathered)
 
@@ -209,7 +210,7 @@ def audit_line(row: AuditRow) -> str:
         "request_digest": row.request_digest,
         "response_digest": row.response_digest,
     }
-    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+    return json_text(entry, separators=(",", ":"))
 
 
 def _write_audit(engine: Engine, since_ms: int | None, until_ms: int | None, sink: IO[str]) -> int:

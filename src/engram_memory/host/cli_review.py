@@ -29,6 +29,7 @@ from engram_memory.engine.secrets import SecretFinding
 from engram_memory.host.cli_common import HomeOption, JsonOption, fail, opened_engine, out, say
 from engram_memory.host.compose import current_user
 from engram_memory.host.policy_file import read_policy
+from engram_memory.host.terminal import inline, printable
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="A candidate id from `review list`.")]
 _MARK_STYLE = "bold white on red"
@@ -118,14 +119,13 @@ def review_list(
         why = ", ".join(item["review_reasons"]) or ("in review" if item["in_review"] else "not sent to review")
         if item["secret_categories"]:
             why += "; secrets: " + ", ".join(item["secret_categories"])
-        details = (
-            f"{why}; {item['size_bytes']} bytes, {item['citation_count']} citation(s)\n"
-            f"{item['principal']} ({item['trust_class']}), {item['agent_id']}, {item['session']}\n"
-            f"{item['tenant']}/{item['workspace']}, {item['captured_at']}"
-        )
-        if number < len(items):
-            details += "\n"
-        table.add_row(Text(item["candidate_id"]), Text(_printable(details)))
+        lines = [
+            f"{why}; {item['size_bytes']} bytes, {item['citation_count']} citation(s)",
+            f"{item['principal']} ({item['trust_class']}), {item['agent_id']}, {item['session']}",
+            f"{item['tenant']}/{item['workspace']}, {item['captured_at']}",
+        ]
+        details = "\n".join(inline(line) for line in lines) + ("\n" if number < len(items) else "")
+        table.add_row(Text(inline(item["candidate_id"])), Text(details))
     out.print(table)
     if len(rows) > limit:
         say(f"showing the oldest {limit}; use --limit to see more")
@@ -134,23 +134,9 @@ def review_list(
 # -- review show ----------------------------------------------------------------------------------
 
 
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def _printable(text: str, *, lines: bool = True) -> str:
-    """Control characters would drive the host's terminal; show them as escapes instead.
-
-    With `lines` false a line break is escaped too, so one field cannot forge the lines after it.
-    """
-    kept = "\n\t" if lines else "\t"
-    return "".join(ch if ch.isprintable() or ch in kept else _escape(ch) for ch in text)
-
-
 def _say(text: str) -> None:
     """One line of the rendering; ids and refs an agent chose are opaque strings, so they are escaped too."""
-    say(_printable(text, lines=False))
+    say(text)
 
 
 def _merged(findings: Sequence[SecretFinding]) -> list[tuple[int, int, list[str]]]:
@@ -178,19 +164,19 @@ class _Renderer:
     def marked(self, value: str, path: str, *, lines: bool = True) -> Text:
         text, position = Text(), 0
         for start, end, categories in _merged(self._by_path.get(path, [])):
-            text.append(_printable(value[position:start], lines=lines))
+            text.append(printable(value[position:start], lines=lines))
             names = ", ".join(categories)
             if self._terminal:
-                text.append(_printable(value[start:end], lines=lines), style=_MARK_STYLE)
+                text.append(printable(value[start:end], lines=lines), style=_MARK_STYLE)
                 text.append(f" [{names}]", style="bold red")
             else:
-                text.append(f"[[{names}: {_printable(value[start:end], lines=lines)}]]")
+                text.append(f"[[{names}: {printable(value[start:end], lines=lines)}]]")
             position = end
-        text.append(_printable(value[position:], lines=lines))
+        text.append(printable(value[position:], lines=lines))
         return text
 
     def line(self, label: str, value: str, path: str, indent: int = 2) -> None:
-        text = Text(" " * indent + _printable(label, lines=False) + " ")
+        text = Text(" " * indent + printable(label, lines=False) + " ")
         text.append_text(self.marked(value, path, lines=False))
         out.print(text)
 
