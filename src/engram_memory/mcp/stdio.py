@@ -15,22 +15,25 @@ import asyncio
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import anyio
-import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
+from engram_memory.mcp.lines import Reply, read_line, too_long
+from engram_memory.mcp.log_budget import LogBudget
+
 logger = logging.getLogger(__name__)
 
 # The longest request line read as a request (no tool's arguments come near it); a longer one is
-# discarded, its remainder answered as a parse error, and the next line read as usual.
+# answered with one -32600 and skipped, and the next line read as usual.
 LINE_LIMIT = 16 * 1024 * 1024
+_BAD_LINES = LogBudget(logger)
 
 
 async def serve_stdio(server: Server[Any]) -> None:
@@ -96,30 +99,52 @@ async def _pipe_streams(
     return reader, asyncio.StreamWriter(transport, protocol, None, loop), reading
 
 
+async def _lines(reader: asyncio.StreamReader, answer: Callable[[Reply], Awaitable[None]]) -> AsyncIterator[bytes]:
+    """The request lines, the last one without its newline too; a line over LINE_LIMIT is answered
+    once and skipped to its end (never held whole in memory)."""
+    skipping = False
+    while True:
+        try:
+            line = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:
+            if end.partial and not skipping:
+                yield end.partial
+            return
+        except asyncio.LimitOverrunError as overrun:
+            # The buffer holds `consumed` bytes of the line (its newline not among them): drop them.
+            await reader.readexactly(overrun.consumed)
+            if not skipping:
+                await answer(too_long())
+            skipping = True
+            continue
+        except ConnectionError:
+            return
+        if skipping:
+            skipping = False  # the end of the line that was too long
+            continue
+        yield line
+
+
 async def _serve_lines(
     server: Server[Any], options: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
     read_sender, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_receiver = create_context_streams[SessionMessage](0)
 
+    async def answer(reply: Reply) -> None:
+        _BAD_LINES.warning("answered %s with a JSON-RPC error", reply.reason)
+        with suppress(ConnectionError):
+            writer.write(reply.line)
+            await writer.drain()
+
     async def read_lines() -> None:
         async with read_sender:
-            while True:
-                try:
-                    line = await reader.readline()
-                except ValueError:
-                    logger.warning("dropped a request line longer than %d bytes", LINE_LIMIT)
-                    continue
-                except ConnectionError:
-                    return
-                if not line:
-                    return
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except Exception as exc:  # the SDK answers a malformed line as it does on its own transport
-                    await read_sender.send(exc)
-                    continue
-                await read_sender.send(SessionMessage(message))
+            async for line in _lines(reader, answer):
+                handled = read_line(line)
+                if isinstance(handled, Reply):
+                    await answer(handled)
+                elif handled is not None:
+                    await read_sender.send(handled)
 
     async def write_lines() -> None:
         async with write_receiver:
