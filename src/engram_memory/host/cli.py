@@ -32,6 +32,7 @@ from engram_memory.host.compose import (
     serving_engines,
     verify_token,
 )
+from engram_memory.host.http_guard import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, MAX_CONNECTIONS, GuardSettings
 from engram_memory.host.keyfiles import KeyFileError, load_signing_key
 from engram_memory.host.settings import HOUSEKEEPING_INTERVAL_S, binding_from_environment, resolve_home
 from engram_memory.host.terminal import json_text
@@ -175,6 +176,21 @@ def serve(
     housekeeping_every: Annotated[
         float, typer.Option("--housekeeping-every", min=1.0, help="Seconds between expiry and key sweeps.")
     ] = HOUSEKEEPING_INTERVAL_S,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout", min=0.1, help="With --http: seconds a connection has to send a request's headers."
+        ),
+    ] = HEADER_TIMEOUT_S,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout", min=0.1, help="With --http: seconds from a request's headers to its body's end."
+        ),
+    ] = BODY_TIMEOUT_S,
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", min=1, help="With --http: open connections at most.")
+    ] = MAX_CONNECTIONS,
     home: HomeOption = None,
 ) -> None:
     """Serve MCP over stdio (one binding), or over streamable HTTP with --http (a binding per request)."""
@@ -200,7 +216,16 @@ def serve(
                 fail(f"{first.line}; run engram-memory verify")
             if http:
                 public_key = load_signing_key(paths).public_key()
-                serve_http(agents, owner, public_key, host=host, port=port, housekeeping_every_s=housekeeping_every)
+                guard = GuardSettings(header_timeout, body_timeout, max_connections)
+                serve_http(
+                    agents,
+                    owner,
+                    public_key,
+                    host=host,
+                    port=port,
+                    housekeeping_every_s=housekeeping_every,
+                    settings=guard,
+                )
                 return
             verified, reason = verify_token(paths, binding_from_environment(binding))
             if reason is not None:

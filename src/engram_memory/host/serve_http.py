@@ -12,6 +12,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import anyio
 import uvicorn
@@ -20,13 +21,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from engram_memory.contract.binding import Binding
 from engram_memory.engine.engine import Engine
 from engram_memory.host.bindings import BindingError, verify_binding
+from engram_memory.host.http_guard import ConnectionGuard, GuardSettings, descriptor_budget, guarded_protocol
 from engram_memory.host.serving import housekeeping_loop
 from engram_memory.mcp.http import MCP_PATH, TokenCheck, build_http_app, is_loopback, request_binding
+from engram_memory.mcp.log_budget import BudgetFilter
 from engram_memory.mcp.server import build_server
 
 logger = logging.getLogger(__name__)
 
 GRACEFUL_SHUTDOWN_S = 5
+_CLIENT_CAUSED = BudgetFilter()
+DEFAULT_GUARD = GuardSettings()
 
 
 class ListenError(Exception):
@@ -104,18 +109,23 @@ def serve_http(
     host: str,
     port: int,
     housekeeping_every_s: float,
+    settings: GuardSettings = DEFAULT_GUARD,
 ) -> None:
     """Serves until SIGINT or SIGTERM. Raises ListenError when the address cannot be bound.
 
     `agents` answers the calls (the runtime role on PostgreSQL); `owner` runs the housekeeping.
     """
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every stateless request at INFO
+    for name in ("uvicorn.error", "asyncio"):  # lines a client causes: a bad request, an accept error
+        logging.getLogger(name).addFilter(_CLIENT_CAUSED)
     sock = listen(host, port)
     try:
         bound_port = int(sock.getsockname()[1])
         app = build_http_app(build_server(agents, request_binding), token_check(public_key), host=host, port=bound_port)
+        guard = ConnectionGuard(replace(settings, max_connections=descriptor_budget(settings.max_connections)))
         config = uvicorn.Config(
             app,
+            http=guarded_protocol(guard),
             lifespan="on",
             log_config=None,
             log_level=logging.WARNING,

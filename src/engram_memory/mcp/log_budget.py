@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["LogBudget"]
+__all__ = ["BudgetFilter", "LogBudget"]
 
 
 class LogBudget:
@@ -32,19 +32,43 @@ class LogBudget:
         self._written = 0
         self._left_out = 0
 
-    def warning(self, message: str, *args: object) -> bool:
-        """Logs `message` when the budget allows; True when it was written."""
+    def take(self) -> int | None:
+        """None when the budget is spent (the line is counted); else how many were left out before it."""
         with self._lock:
             now = self._clock()
             if now - self._window_start >= self._window_s:
                 self._window_start, self._written = now, 0
             if self._written >= self._burst:
                 self._left_out += 1
-                return False
+                return None
             self._written += 1
             left_out, self._left_out = self._left_out, 0
+            return left_out
+
+    def warning(self, message: str, *args: object) -> bool:
+        """Logs `message` when the budget allows; True when it was written."""
+        left_out = self.take()
+        if left_out is None:
+            return False
         if left_out:
             self._logger.warning(message + " (and %d more like it not logged)", *args, left_out)
         else:
             self._logger.warning(message, *args)
+        return True
+
+
+class BudgetFilter(logging.Filter):
+    """The same budget for what a library logs on a client's account (uvicorn's "Invalid HTTP request
+    received.", the event loop's accept errors), attached to its logger."""
+
+    def __init__(self, *, burst: int = 10, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._budget = LogBudget(logging.getLogger(__name__), burst=burst, window_s=window_s, clock=clock)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        left_out = self._budget.take()
+        if left_out is None:
+            return False
+        if left_out and isinstance(record.msg, str):
+            record.msg = f"{record.msg} (and {left_out} more like it not logged)"
         return True
