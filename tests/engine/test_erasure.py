@@ -7,11 +7,15 @@ agent calls run as the runtime role, which may not VACUUM, so the owner finishes
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from pathlib import Path
+from typing import Any
 
 import psycopg
+import pytest
 
+from engram_memory.engine import review
 from engram_memory.engine.engine import Engine
 from engram_memory.host.compose import store_settings
 from engram_memory.host.settings import HostPaths
@@ -101,6 +105,65 @@ def test_forgotten_content_recaptured_waits_for_a_human(
     assert again["status"] == "committed_pending"
     assert agent.admit(again["candidate_id"])["status"] == "pending_adjudication"
     assert agent.found_ids("heron rollout") == []
+
+
+GUARDED = "The heron rollout was cancelled after the 운영팀 review of 資料庫 backups."
+# What a person would call the same content: every one of these must wait for a human.
+SAME_CONTENT: list[tuple[str, dict[str, Any]]] = [
+    (GUARDED, {"valid_from_ms": 1_600_000_000_000}),
+    (GUARDED, {"source_ref": "doc:elsewhere"}),
+    (GUARDED + " ", {}),
+    ("  the HERON rollout   was cancelled, after the 운영팀 review of 资料库 backups!", {}),
+    (GUARDED, {"context": "A new line of context around the old statement."}),
+    ("A new statement.", {"context": GUARDED}),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "options"), SAME_CONTENT, ids=["valid-time", "source", "space", "fold", "added", "moved"]
+)
+def test_forgotten_content_in_another_form_waits_for_a_human(
+    agent: InProcessAgent, steered: Engine, text: str, options: dict[str, Any]
+) -> None:
+    _forget(agent, steered, agent.remember(GUARDED))
+    candidate = agent.capture(text, **options)["candidate_id"]
+    assert agent.admit(candidate)["status"] == "pending_adjudication"
+    [row] = [row for row in review.review_queue(steered.deps) if row.candidate_id == candidate]
+    assert row.review_reasons == ("tombstone_guard",)
+
+
+def test_other_content_is_accepted_beside_a_tombstone(agent: InProcessAgent, steered: Engine) -> None:
+    _forget(agent, steered, agent.remember(GUARDED, context="The context of the forgotten memory."))
+    assert agent.admit(agent.capture("The heron rollout went ahead.")["candidate_id"])["status"] == "accepted"
+    # The forgotten record's context was not what was forgotten: it may come back as a statement.
+    assert agent.admit(agent.capture("The context of the forgotten memory.")["candidate_id"])["status"] == "accepted"
+
+
+def test_the_guard_keeps_only_keyed_fingerprints(agent: InProcessAgent, steered: Engine, paths: HostPaths) -> None:
+    record_id = agent.remember(GUARDED)
+    with raw_store(paths) as db:
+        [(payload_digest,)] = db.rows("SELECT payload_digest FROM records WHERE record_id = ?", (record_id,))
+    _forget(agent, steered, record_id)
+    with raw_store(paths) as db:
+        kept = [row[0] for row in db.rows("SELECT payload_digest FROM tombstones")]
+    assert kept and all(value.startswith("fp1:") and len(value) == 68 for value in kept)
+    assert payload_digest not in kept and hashlib.sha256(GUARDED.encode()).hexdigest() not in "".join(kept)
+
+
+def test_a_tombstone_written_before_the_keyed_guard_still_holds(
+    agent: InProcessAgent, steered: Engine, paths: HostPaths
+) -> None:
+    record_id = agent.remember(GUARDED)
+    _forget(agent, steered, record_id)
+    with raw_store(paths) as db:  # as the first guard wrote it: the plain payload digest alone
+        [(payload_digest,)] = db.rows("SELECT payload_digest FROM records WHERE record_id = ?", (record_id,))
+        db.execute("DELETE FROM tombstones")
+        db.execute(
+            "INSERT INTO tombstones (tenant, workspace, payload_digest, at_ms) SELECT tenant, workspace, ?, 1"
+            " FROM records WHERE record_id = ?",
+            (payload_digest, record_id),
+        )
+    assert agent.admit(agent.capture(GUARDED)["candidate_id"])["status"] == "pending_adjudication"
 
 
 def test_forget_of_a_tombstoned_record_is_already_terminal(agent: InProcessAgent, steered: Engine) -> None:

@@ -27,10 +27,11 @@ from engram_memory.engine import journal
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports import RevocationRow, Scope, SealedBody
 from engram_memory.engine.sealing import open_sealed
+from engram_memory.engine.tombstone_guard import forgotten_fingerprints, guard_key
 from engram_memory.host.archive import CHUNK_BYTES, TAG_BYTES, open_archive, seal_archive
 from engram_memory.host.backup import JOURNAL_ROOT_DOMAIN
 from engram_memory.host.compose import open_store, open_vault, store_settings
-from engram_memory.host.keyfiles import backup_key, load_keyring
+from engram_memory.host.keyfiles import backup_key, load_keyring, load_mac_keys
 from engram_memory.host.restore import RESTORE_REASON
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
@@ -336,7 +337,9 @@ def test_forgotten_record_text_cannot_be_recovered_from_a_backup_taken_before_th
         assert db.one("SELECT state FROM records WHERE record_id = ?", (record_id,)) == ("tombstoned",)
         assert db.count("sealed_bodies", "owner_id = ?", (record_id,)) == 0
         digest = db.value("SELECT payload_digest FROM records WHERE record_id = ?", (record_id,))
-        assert db.count("tombstones", "payload_digest = ?", (digest,)) == 1
+        [kept] = forgotten_fingerprints(guard_key(load_mac_keys(paths).cursor), digest, None)
+        assert db.count("tombstones", "payload_digest = ?", (kept,)) == 1
+        assert db.count("tombstones", "payload_digest = ?", (digest,)) == 0  # keyed, never the plain digest
         last = json.loads(db.value("SELECT body FROM journal ORDER BY cursor DESC LIMIT 1"))
     assert last["kind"] == journal.RECORD_TRANSITIONED and last["actor"]["agent_id"] == "host"
     assert last["data"]["reason_ref"] == RESTORE_REASON and last["data"]["to_state"] == "tombstoned"

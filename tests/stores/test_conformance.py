@@ -258,12 +258,12 @@ def test_index_matches_tokens_of_any_script_and_length(store: Store) -> None:
 
 def test_tombstones_are_idempotent_and_per_scope(store: Store) -> None:
     with store.write() as tx:
-        tx.add_tombstone(SCOPE_A, "sha256:t", AT_MS)
-        tx.add_tombstone(SCOPE_A, "sha256:t", AT_MS + 1)
+        tx.add_tombstone(SCOPE_A, ["sha256:t"], AT_MS)
+        tx.add_tombstone(SCOPE_A, ["sha256:t", "fp1:x"], AT_MS + 1)
     with store.read() as tx:
-        assert tx.is_tombstoned(SCOPE_A, "sha256:t")
-        assert not tx.is_tombstoned(SCOPE_B, "sha256:t")
-        assert not tx.is_tombstoned(SCOPE_A, "sha256:u")
+        assert tx.is_tombstoned(SCOPE_A, ["sha256:t"]) and tx.is_tombstoned(SCOPE_A, ["sha256:u", "fp1:x"])
+        assert not tx.is_tombstoned(SCOPE_B, ["sha256:t", "fp1:x"])
+        assert not tx.is_tombstoned(SCOPE_A, ["sha256:u"]) and not tx.is_tombstoned(SCOPE_A, [])
 
 
 def test_idempotency_rows_round_trip_and_a_key_is_taken_once(store: Store) -> None:

@@ -58,7 +58,7 @@ def _fill_store(store: PostgresStore) -> None:
             tx.insert_record(record(scope, f"mem_{suffix}"))
             tx.index_record(scope, f"mem_{suffix}", fields(primary=f"shared word{suffix}"), tokenizer=TOKENIZER_ID)
             tx.put_body(scope, f"mem_{suffix}", SealedBody(b"n" * 12, b"secret-" + suffix.encode()))
-            tx.add_tombstone(scope, f"sha256:{suffix}", 1)
+            tx.add_tombstone(scope, [f"sha256:{suffix}"], 1)
             tx.put_idempotency(idempotency(scope, f"key-00000000000000{suffix}"))
             tx.insert_confirmation(confirmation(scope, f"conf_{suffix}"))
             tx.append_audit(audit(f"aud_{suffix}", 1, scope))

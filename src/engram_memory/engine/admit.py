@@ -16,7 +16,7 @@ from engram_memory.contract.instants import parse_instant
 from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
-from engram_memory.engine.admission import CandidateFacts, Decision, Verdict, decide
+from engram_memory.engine.admission import CandidateFacts, Decision, Verdict, decide, rejection_reasons
 from engram_memory.engine.bodies import read_body
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
@@ -29,6 +29,7 @@ from engram_memory.engine.projection import add_index_entry
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.sealing import seal
 from engram_memory.engine.semantic import index_vector
+from engram_memory.engine.tombstone_guard import candidate_fingerprints, guard_key
 
 # verdict -> (journal event, candidate state, waiting for a human)
 _EFFECTS = {
@@ -92,17 +93,20 @@ def _admit(
         if gate_pass is None:
             return None
 
+    plaintext: bytes | None = None
     if candidate.adjudication:
         decision = Decision(Verdict.ADJUDICATE, ("awaiting_review",), policy.policy_id, policy.version, policy.digest)
     else:
-        decision = decide(
-            policy,
-            candidate_facts(candidate),
-            duplicate_of=tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value),
-            tombstoned=tx.is_tombstoned(scope, candidate.payload_digest),
-        )
+        facts = candidate_facts(candidate)
+        duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
+        tombstoned = False
+        if duplicate_of is None and not rejection_reasons(policy, facts):
+            # Only a would-be acceptance needs the text: it is compared with what the scope forgot.
+            plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
+            tombstoned = is_forgotten(deps, tx, candidate, json.loads(plaintext)["payload"])
+        decision = decide(policy, facts, duplicate_of=duplicate_of, tombstoned=tombstoned)
     decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
-    events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest)
+    events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext)
 
     # The decision must still be the policy in force, and fresh, when it commits.
     if deps.policies.current().digest != policy.digest or deps.clock.now_ms() - call.now_ms > DECISION_MAX_AGE_MS:
@@ -133,8 +137,20 @@ def candidate_facts(candidate: CandidateRow) -> CandidateFacts:
     )
 
 
+def is_forgotten(deps: Deps, tx: StoreTx, candidate: CandidateRow, payload: Mapping[str, Any]) -> bool:
+    """Whether the candidate's content is what its scope forgot (engine/tombstone_guard.py)."""
+    fingerprints = candidate_fingerprints(guard_key(deps.cursor_key), candidate.payload_digest, payload)
+    return tx.is_tombstoned(candidate.scope, fingerprints)
+
+
 def _apply(
-    deps: Deps, tx: StoreTx, call: Call, candidate: CandidateRow, decision: Decision, decision_digest: str
+    deps: Deps,
+    tx: StoreTx,
+    call: Call,
+    candidate: CandidateRow,
+    decision: Decision,
+    decision_digest: str,
+    plaintext: bytes | None,
 ) -> tuple[list[JournalEvent], str | None]:
     """Writes the decision's effects; returns the events appended and the record id, if any."""
     scope, candidate_id = call.scope, candidate.candidate_id
@@ -154,7 +170,7 @@ def _apply(
         data["record_id"] = record_id
     event = append_event(tx, call, kind, data)
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
-        create_record(deps, tx, candidate, record_id, event.cursor, call.now_ms)
+        create_record(deps, tx, candidate, record_id, event.cursor, call.now_ms, plaintext=plaintext)
     elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
         tx.destroy_body(scope, candidate_id)
     tx.update_candidate(
@@ -168,13 +184,24 @@ def _apply(
     return [event], record_id
 
 
-def create_record(deps: Deps, tx: StoreTx, candidate: CandidateRow, record_id: str, cursor: int, at_ms: int) -> None:
+def create_record(
+    deps: Deps,
+    tx: StoreTx,
+    candidate: CandidateRow,
+    record_id: str,
+    cursor: int,
+    at_ms: int,
+    *,
+    plaintext: bytes | None = None,
+) -> None:
     """The accepted candidate becomes a record: re-sealed under its own key, indexed, candidate body gone.
 
-    Shared by the admission policy and the host's review queue. Raises ContractError BLOB_MISSING.
+    Shared by the admission policy and the host's review queue; `plaintext` is the candidate's body when
+    the caller opened it already. Raises ContractError BLOB_MISSING.
     """
     scope = candidate.scope
-    plaintext = read_body(deps, tx, scope, candidate.candidate_id, "candidate")
+    if plaintext is None:
+        plaintext = read_body(deps, tx, scope, candidate.candidate_id, "candidate")
     payload = json.loads(plaintext)["payload"]
     expires_at = payload["retention"].get("expires_at")
     tx.insert_record(

@@ -1,7 +1,7 @@
 """Erasing a record for good: the one definition of what tombstoning destroys, for forget and the host alike.
 
 Inside the transaction the record leaves every derived index and its body goes, keeping only the
-payload digest for the tombstone guard; after the commit its data key is destroyed.
+keyed fingerprints of its content for the tombstone guard; after the commit its data key is destroyed.
 """
 
 from __future__ import annotations
@@ -9,22 +9,31 @@ from __future__ import annotations
 from typing import Any
 
 from engram_memory.contract.canonical import COVERAGE_DOMAIN, digest
+from engram_memory.contract.errors import ContractError
+from engram_memory.engine.bodies import read_payload
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.ports import RecordRow, StoreTx
+from engram_memory.engine.tombstone_guard import forgotten_fingerprints, guard_key
 
 
-def erase_record(tx: StoreTx, record: RecordRow, at_ms: int) -> dict[str, str]:
+def erase_record(deps: Deps, tx: StoreTx, record: RecordRow, at_ms: int) -> dict[str, str]:
     """Drops the record from the lexical index (merging the deleted tokens away) and destroys its body.
 
-    The payload digest stays behind so the same content coming back waits for a human (SPEC §4).
+    Keyed fingerprints of its content stay behind (engine/tombstone_guard.py), so the same content
+    coming back waits for a human (SPEC §4); a body that no longer opens leaves its digest's alone.
     Returns the derived surfaces and what became of each, for the coverage receipt.
     """
+    try:
+        payload: dict[str, Any] | None = read_payload(deps, tx, record.scope, record.record_id, "record")
+    except ContractError:
+        payload = None
     unindexed = tx.unindex_record(record.scope, record.record_id)
     if unindexed:
         # Deleted FTS5 tokens would otherwise linger in old segments.
         tx.purge_index()
     body_destroyed = tx.destroy_body(record.scope, record.record_id)
-    tx.add_tombstone(record.scope, record.payload_digest, at_ms)
+    fingerprints = forgotten_fingerprints(guard_key(deps.cursor_key), record.payload_digest, payload)
+    tx.add_tombstone(record.scope, fingerprints, at_ms)
     return {
         "body": "erased" if body_destroyed else "absent",
         "lexical_index": "purged" if unindexed else "absent",

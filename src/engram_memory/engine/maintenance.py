@@ -160,7 +160,7 @@ def tombstone(deps: Deps, record_id: str, *, decided_by: str, reason_ref: str | 
 
     def body(tx: StoreTx, record: RecordRow, act: _Act) -> list[Transition]:
         to_state = _legal(Operation.TOMBSTONE, record)
-        erased.update(erase_record(tx, record, act.at_ms))
+        erased.update(erase_record(deps, tx, record, act.at_ms))
         return [_journal(tx, record, Operation.TOMBSTONE, to_state, act, {})]
 
     outcome = _run(deps, record_id, _Act(decided_by, reason_ref), body)

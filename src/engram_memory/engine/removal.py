@@ -170,7 +170,7 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
     gate = _gate(tx, call, Tool.FORGET, record_id, op_digest, reason_ref, summary)
     if gate is None:
         return None
-    surfaces = erase_record(tx, record, call.now_ms)
+    surfaces = erase_record(deps, tx, record, call.now_ms)
     event = append_event(
         tx,
         call,

@@ -26,6 +26,7 @@ from engram_memory.engine.ports import Clock, JournalEvent, KeyRing, KeyVault, S
 from engram_memory.engine.projection import add_index_entry
 from engram_memory.engine.sealing import open_sealed
 from engram_memory.engine.semantic import VectorCache, embed_record, to_bytes
+from engram_memory.engine.tombstone_guard import forgotten_fingerprints, guard_key
 from engram_memory.host.archive import ArchiveInvalid, open_archive
 from engram_memory.host.backup import (
     CHECKED_SECTIONS,
@@ -42,7 +43,7 @@ from engram_memory.host.compose import (
     store_settings,
     vector_cache,
 )
-from engram_memory.host.keyfiles import backup_key, load_keyring
+from engram_memory.host.keyfiles import backup_key, load_keyring, load_mac_keys
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.snapshot import SealedOwner
 from engram_memory.stores.sqlite.store import IN_MEMORY, SQLiteStore
@@ -104,7 +105,8 @@ def restore_home(paths: HostPaths, source: Path, *, decided_by: str, clock: Cloc
         keyring = load_keyring(paths)
         vault = open_vault(paths)
         try:
-            settled = _settle_shredded(work, vault, host_actor(decided_by), now_ms)
+            guard = guard_key(load_mac_keys(paths).cursor)
+            settled = _settle_shredded(work, vault, host_actor(decided_by), now_ms, guard)
             indexed = _rebuild_index(work, keyring, vault, vector_cache())
         finally:
             vault.close()
@@ -189,10 +191,10 @@ def _checked_copy(snapshot: bytes, manifest: dict[str, Any]) -> SQLiteStore:
     return work
 
 
-def _settle_shredded(work: SQLiteStore, vault: KeyVault, actor: dict[str, str], now_ms: int) -> Settled:
+def _settle_shredded(work: SQLiteStore, vault: KeyVault, actor: dict[str, str], now_ms: int, guard: bytes) -> Settled:
     """Erases every body whose data key the vault's log says was destroyed, journaling each state change.
 
-    A record becomes tombstoned (its payload digest joins the tombstone list), a pending candidate
+    A record becomes tombstoned (its payload digest's fingerprint joins the tombstone list), a pending candidate
     becomes withdrawn: what forget or withdraw would have done, now signed by the host.
     """
     with work.inspect() as queries:
@@ -213,7 +215,8 @@ def _settle_shredded(work: SQLiteStore, vault: KeyVault, actor: dict[str, str], 
             if record is not None and record.state != RecordState.TOMBSTONED.value:
                 to_state = record_transition(Operation.TOMBSTONE, RecordState(record.state))
                 tx.unindex_record(scope, record.record_id)
-                tx.add_tombstone(scope, record.payload_digest, now_ms)
+                # Its key was shredded: the payload digest is all the guard can remember of it.
+                tx.add_tombstone(scope, forgotten_fingerprints(guard, record.payload_digest, None), now_ms)
                 data = {
                     "record_id": record.record_id,
                     "operation": Operation.TOMBSTONE.value,

@@ -353,21 +353,26 @@ class SqlTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
         )
 
     # -- tombstones ------------------------------------------------------------------------
-    def add_tombstone(self, scope: Scope, payload_digest: str, at_ms: int) -> None:
+    def add_tombstone(self, scope: Scope, fingerprints: Sequence[str], at_ms: int) -> None:
+        # The column keeps its first name: it held plain payload digests before the keyed fingerprints.
         self._enter_tenant(scope.tenant)
-        self._db.execute(
-            "INSERT INTO tombstones (tenant, workspace, payload_digest, at_ms) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT DO NOTHING",
-            (scope.tenant, scope.workspace, payload_digest, at_ms),
-        )
+        for fingerprint in sorted(set(fingerprints)):
+            self._db.execute(
+                "INSERT INTO tombstones (tenant, workspace, payload_digest, at_ms) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (scope.tenant, scope.workspace, fingerprint, at_ms),
+            )
 
-    def is_tombstoned(self, scope: Scope, payload_digest: str) -> bool:
+    def is_tombstoned(self, scope: Scope, fingerprints: Sequence[str]) -> bool:
         self._enter_tenant(scope.tenant)
-        row = self._db.execute(
-            "SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ? AND payload_digest = ?",
-            (scope.tenant, scope.workspace, payload_digest),
-        ).fetchone()
-        return row is not None
+        for fingerprint in fingerprints:
+            row = self._db.execute(
+                "SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ? AND payload_digest = ?",
+                (scope.tenant, scope.workspace, fingerprint),
+            ).fetchone()
+            if row is not None:
+                return True
+        return False
 
     # -- idempotency -----------------------------------------------------------------------
     def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None:
