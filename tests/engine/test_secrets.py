@@ -149,6 +149,19 @@ POSITIVES: list[tuple[str, str]] = [
     ("password_assignment", "the staging database password is " + PASSWORD),
     ("password_assignment", "<password>" + PASSWORD + "</password>"),
     ("password_assignment", "curl -u admin:" + PASSWORD + " https://ci.internal/api"),
+    # passwords in prose, after a login name, as a passphrase, and in Korean, Chinese and Japanese
+    ("password_assignment", "the password for the staging admin account is " + PASSWORD),
+    ("password_assignment", "Our new vault passphrase: " + "quartz-meadow-lantern-orbit7"),
+    ("password_assignment", "password=" + "granite_willow_comet_harbor"),
+    ("password_assignment", "login: deploy / " + PASSWORD),
+    ("password_assignment", "username = ops, " + noise(70, 12) + "#"),
+    ("password_assignment", "서버 비밀번호는 " + PASSWORD + " 입니다"),
+    ("password_assignment", "관리자 계정 암호: " + noise(71, 10) + "!"),
+    ("password_assignment", "测试环境的密码是" + PASSWORD + "，请勿外传"),  # noqa: RUF001 - Chinese punctuation
+    ("password_assignment", "資料庫密碼：" + noise(72, 12) + "@"),  # noqa: RUF001 - Chinese punctuation
+    ("password_assignment", "本番のパスワードは" + PASSWORD + "です"),
+    ("url_credentials", "postgres://admin:" + noise(73, 8) + "#" + noise(74, 6) + "@db.internal/app"),
+    ("url_credentials", "https://svc:" + noise(75, 6) + "?" + noise(76, 6) + "@registry.internal/v2/"),
     # env_assignment
     ("env_assignment", "DB_PASSWORD=" + PASSWORD),
     ("env_assignment", "export GITHUB_TOKEN=" + noise(70, 40)),
@@ -181,6 +194,18 @@ PERSONAL_POSITIVES = [
 ]
 
 ORDINARY_KNOWLEDGE = [
+    "the password for the account is expired",
+    "the password policy is min-length-12",
+    "login: alice / staging",
+    "user: admin / readonly, both on the new cluster",
+    "비밀번호를 변경했습니다.",
+    "비밀번호는 8자 이상이어야 합니다.",
+    "암호화 키는 분기마다 교체한다.",
+    "密码长度至少为12位。",
+    "忘记密码时请联系支持团队。",
+    "パスワードは8文字以上にしてください。",
+    "パスワードを忘れた場合はサポートに連絡してください。",
+    "https://docs.example.com:8443/guide?page=2#install",
     "the password must be rotated every 90 days",
     "set the api_key in the vault",
     "The API key lives in AWS Secrets Manager under prod/payments/stripe.",
@@ -280,6 +305,11 @@ green blue stable fast slow large small new old first last next previous Python 
 
 ADVERSARIAL = {
     "letters": "a" * 1_000_000,
+    "password_prose": "password for " * 76_000,
+    "login_pairs": "user=a/" * 142_000,
+    "korean_password": "비밀번호는 " * 160_000,
+    "chinese_password": "密码是" * 330_000,
+    "passphrase": "password=" + "ab-" * 330_000,
     "equals": "=" * 1_000_000,
     "pem_headers": "-----BEGIN " * 50_000,
     "jwt_prefix": "eyJ" + "a." * 300_000,

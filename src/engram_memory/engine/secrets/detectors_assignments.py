@@ -87,7 +87,7 @@ def _find_bearer_tokens(text: str, folded: str) -> Iterator[Span]:
 # Anchored on the literal "://" and then walked back over the scheme, so the scan never starts a
 # scheme match at every position of a long word.
 _URL_USERINFO_RE = re.compile(
-    r"://(?P<user>[^\s:/?#@\"'<>`]{0,256})(?::(?P<password>[^\s/?#@\"'<>`]{1,256}))?@(?=[A-Za-z0-9\[])"
+    r"://(?P<user>[^\s:/?#@\"'<>`]{0,256})(?::(?P<password>[^\s/@\"'<>`]{1,256}))?@(?=[A-Za-z0-9\[])"
 )
 
 
@@ -170,13 +170,49 @@ _XML_SECRET_RE = re.compile(
 )
 
 
+# A password named in prose: "the password for the deploy account is X", "passphrase of the vault: X".
+_PROSE_PASSWORD_RE = re.compile(
+    r"""
+    pass(?:words?|wd|phrase)
+    (?:[ \t]{1,3}[a-z0-9_.@-]{1,32}){1,6}
+    [ \t]{0,3}(?:[ \t](?:is|was)[ \t]{1,3}(?::[ \t]{0,3})?|[:=][ \t]{0,3})
+    (?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`,;&)\]}>]{1,256})
+    """,
+    re.VERBOSE,
+)
+# A login written as "login: deploy / X" or "user = ops, X" (the password after the user name).
+_LOGIN_PAIR_RE = re.compile(
+    r"(?:log[ -]?in|user(?:[ _-]?name)?|account)[ \t]{0,3}[:=][ \t]{0,3}[^\s/:,;]{1,64}"
+    r"[ \t]{0,3}[/,][ \t]{0,3}(?:pass(?:word)?[ \t]{0,3}[:=][ \t]{0,3})?(?P<value>[^\s\"'`,;)\]}>/]{1,128})"
+)
+# Korean, Chinese and Japanese names for a password, then a particle, copula or colon, then the value:
+# "비밀번호는 X", "密码是 X", "パスワードは X", "암호: X". The value ends where the sentence goes back
+# to CJK text ("X입니다", "X です").
+_CJK_PASSWORD_RE = re.compile(
+    r"(?:비밀[ \t]?번호|패스워드|암호|密码|密碼|口令|パスワード|パスフレーズ|暗証番号)"
+    r"[ \t]{0,3}(?:는|은|이|가|를|是|为|為|は|が|を|[:=\uff1a\uff1d])?[ \t]{0,3}(?:[:=\uff1a\uff1d][ \t]{0,3})?"
+    # the value: no space, quote or separator, and no CJK letter or full-width form
+    r"(?P<value>[^\s\"'`,;()\u3000-\u30ff\u3400-\u9fff\uac00-\ud7a3\uff00-\uffef]{1,256})"
+)
+_PASSWORD_WORD_RE = re.compile(r"pass(?:words?|wd|phrase)")
+# A passphrase of dictionary words ("falcon-maple-violet-saffron45"): four or more joined words.
+_PASSPHRASE_RE = re.compile(r"[a-z]{2,24}[0-9]{0,6}(?:[-_.+][a-z]{2,24}[0-9]{0,6}){3,11}", re.IGNORECASE)
+
+
+def _is_passphrase(value: str) -> bool:
+    return bool(_PASSPHRASE_RE.fullmatch(value.strip("\"'`").rstrip(".,;:!?"))) and not _is_placeholder(value)
+
+
 def _find_password_assignments(text: str, folded: str) -> Iterator[Span]:
     for match in _ASSIGNMENT_RE.finditer(folded):
         # arn:aws:secretsmanager:...:secret:name is an address, not an assignment
         if _preceded_by(text, match.start(), frozenset(":/")):
             continue
-        if _is_concrete_value(text[match.start("value") : match.end("value")], min_length=6):
+        value = text[match.start("value") : match.end("value")]
+        passphrase = _PASSWORD_WORD_RE.match(folded, match.start()) is not None and _is_passphrase(value)
+        if passphrase or _is_concrete_value(value, min_length=6):
             yield match.span()
+    yield from _named_passwords(text, folded)
     for match in _USER_OPTION_RE.finditer(folded):
         if match.start() > 0 and not text[match.start() - 1].isspace():
             continue
@@ -185,6 +221,18 @@ def _find_password_assignments(text: str, folded: str) -> Iterator[Span]:
     if "<" in text:
         for match in _XML_SECRET_RE.finditer(text):
             if _is_concrete_value('"' + match.group("value") + '"', min_length=6):
+                yield match.span()
+
+
+def _named_passwords(text: str, folded: str) -> Iterator[Span]:
+    """Passwords in prose (English, Korean, Chinese, Japanese) and after a login name."""
+    for pattern in (_PROSE_PASSWORD_RE, _LOGIN_PAIR_RE, _CJK_PASSWORD_RE):
+        for match in pattern.finditer(folded):
+            if pattern is _LOGIN_PAIR_RE and match.start() > 0 and folded[match.start() - 1].isalnum():
+                continue  # "relogin:", "superuser=": another word
+            value = text[match.start("value") : match.end("value")]
+            passphrase = pattern is _PROSE_PASSWORD_RE and _is_passphrase(value)
+            if passphrase or _is_concrete_value(value, min_length=6):
                 yield match.span()
 
 

@@ -80,7 +80,10 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "bearer_token": ("bearer", "authorization", "key", "token"),
     "url_credentials": ("://",),
     "connection_string": ("password=", "pwd="),
-    "password_assignment": ("pass", "secret", "key", "token", "credential", "-u", "--user"),
+    "password_assignment": (
+        *("pass", "secret", "key", "token", "credential", "-u", "--user", "login", "user", "account"),
+        *("비밀", "번호", "패스워드", "암호", "密码", "密碼", "口令", "パスワード", "パスフレーズ", "暗証番号"),
+    ),
     "env_assignment": ("=",),
     "session_cookie": ("cookie", "sess", "sid="),
 }
