@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit format clean
+.PHONY: demo test lint unit reliability format clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,15 @@ unit: $(STAMP)
 
 test: lint unit
 
+# Issue 14's adversarial suite at its full size, then its summary table (a short form runs in `unit`).
+reliability: $(STAMP)
+	rm -f .reliability.jsonl
+	ENGRAM_RELIABILITY=full ENGRAM_RELIABILITY_REPORT=.reliability.jsonl $(BIN)/pytest tests/reliability
+	$(BIN)/python -m tests.reliability.summary .reliability.jsonl
+
 format: $(STAMP)
 	$(BIN)/ruff format src tests bench
 	$(BIN)/ruff check --fix src tests bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .reliability.jsonl

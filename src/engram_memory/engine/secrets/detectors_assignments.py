@@ -87,7 +87,7 @@ def _find_bearer_tokens(text: str, folded: str) -> Iterator[Span]:
 # Anchored on the literal "://" and then walked back over the scheme, so the scan never starts a
 # scheme match at every position of a long word.
 _URL_USERINFO_RE = re.compile(
-    r"://(?P<user>[^\s:/?#@\"'<>`]{0,256})(?::(?P<password>[^\s/@\"'<>`]{1,256}))?@(?=[A-Za-z0-9\[])"
+    r"://(?P<user>[^\s:/?#@\"'<>`]{0,256})(?::(?P<password>[^\s/\"'<>`]{1,256}))?@(?=[A-Za-z0-9\[])"
 )
 
 
@@ -176,7 +176,7 @@ _PROSE_PASSWORD_RE = re.compile(
     pass(?:words?|wd|phrase)
     (?:[ \t]{1,3}[a-z0-9_.@-]{1,32}){1,6}
     [ \t]{0,3}(?:[ \t](?:is|was)[ \t]{1,3}(?::[ \t]{0,3})?|[:=][ \t]{0,3})
-    (?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`,;&)\]}>]{1,256})
+    (?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`,;)\]}>]{1,256})
     """,
     re.VERBOSE,
 )

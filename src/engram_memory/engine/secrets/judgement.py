@@ -210,7 +210,7 @@ def _reads_as_name(inner: str) -> bool:
     """An unquoted word, identifier, reference, number or bit of markup rather than a secret."""
     return bool(
         inner[0] in ":({[<"
-        or _YAML_TAG_RE.fullmatch(inner)  # password: !vault | (Ansible), !Ref (CloudFormation)
+        or (_YAML_TAG_RE.fullmatch(inner) and _is_wordish(inner[1:]))  # !vault (Ansible), !Ref (CloudFormation)
         or _is_reference(inner)
         or _is_resource_path(inner)
         or _UPPER_SNAKE_RE.fullmatch(inner)

@@ -94,6 +94,22 @@ _NEEDLE_RES: dict[str, re.Pattern[str]] = {
 }
 
 
+# The payload of an inline image, sound, video or font (a data URI) is random by nature and no
+# credential: it is blanked (offsets kept) before the detectors read the text.
+_MEDIA_DATA_URI_RE = re.compile(
+    r"data:(?:image|audio|video|font)/[a-z0-9.+-]{1,64}(?:;[a-z0-9=._-]{1,64}){0,4};base64,(?P<payload>[a-z0-9+/=]{1,16777216})",
+    re.IGNORECASE,
+)
+
+
+def _without_media(text: str) -> str:
+    if "base64," not in text:
+        return text
+    return _MEDIA_DATA_URI_RE.sub(
+        lambda m: m.group(0)[: m.start("payload") - m.start()] + " " * len(m.group("payload")), text
+    )
+
+
 def _fold(text: str) -> str:
     """Lower-case without moving any offset: U+0130 is the one character whose lower() is longer."""
     return text.replace("\u0130", "I").lower()
@@ -104,6 +120,7 @@ def scan_text(text: str, *, categories: frozenset[str] = DEFAULT_CATEGORIES, pat
 
     Unknown category names are ignored so a host policy written for a newer detector still loads.
     """
+    text = _without_media(text)
     folded = _fold(text)
     findings: list[SecretFinding] = []
     for category in CATEGORIES:
