@@ -167,7 +167,7 @@ def test_valid_time_accepts_exactly_the_safe_integers(value: int) -> None:
 
 @settings(max_examples=60)
 @given(st.text(min_size=1, max_size=40))
-def test_strings_must_be_nfc(text: str) -> None:
+def test_strings_must_be_nfc_and_free_of_u0000(text: str) -> None:
     import unicodedata
 
     code = code_of(Tool.SEARCH, {"query": text, "purpose_ref": PURPOSE})
@@ -176,7 +176,7 @@ def test_strings_must_be_nfc(text: str) -> None:
     except UnicodeEncodeError:
         assert code is ErrorCode.INVALID_SCHEMA
         return
-    assert (code is None) == unicodedata.is_normalized("NFC", text)
+    assert (code is None) == (unicodedata.is_normalized("NFC", text) and "\x00" not in text)
 
 
 def _at(args: dict[str, Any], path: str) -> Any:
