@@ -1,6 +1,6 @@
 """Crash consistency (issue 14): SIGKILL a real `serve` under load, at random moments, again and again.
 
-Each round starts `engram-memory serve` over stdio on one SQLite home, pipelines captures and
+Each round starts `engram-memory serve` over stdio on one home (SQLite, then PostgreSQL), pipelines captures and
 admissions at it as raw JSON-RPC lines (so the server is inside a group commit most of the time),
 and kills it with SIGKILL after a random delay. Then, in a fresh engine on the same files:
 
@@ -20,14 +20,14 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.verify import verify_store
+from engram_memory.host.compose import store_settings
 from engram_memory.host.settings import HostPaths
 from tests.reliability.scale import amount, report
-from tests.support.homes import Issued, bind, engine_for, make_home
+from tests.support.homes import Issued, bind, engine_for
 from tests.support.payloads import capture_args, unique_key
 from tests.support.raw import raw_store
 
@@ -130,10 +130,10 @@ def _replayed(tool: Tool, value: dict[str, Any]) -> bool:
     return value.get("status") == "duplicate_exact" if tool is Tool.CAPTURE else value.get("replayed") is True
 
 
-def test_sigkill_under_load_loses_no_acknowledged_mutation_and_retries_apply_once(tmp_path: Path) -> None:
+def test_sigkill_under_load_loses_no_acknowledged_mutation_and_retries_apply_once(paths: HostPaths) -> None:
     rng = random.Random(SEED)
-    paths = make_home(tmp_path / "home")
     issued = bind(paths)
+    store = "PostgreSQL" if store_settings(paths).is_postgres else "SQLite"
     kills, checked, retried = amount(3, 50), 0, 0
     candidates: list[str] = []
     capture_keys: set[str] = set()
@@ -166,6 +166,6 @@ def test_sigkill_under_load_loses_no_acknowledged_mutation_and_retries_apply_onc
         capture_keys |= {args["idempotency_key"] for tool, args in work.sent.values() if tool is Tool.CAPTURE}
     with raw_store(paths) as db:  # one candidate per capture key: no call took effect twice
         assert db.count("candidates") == len(capture_keys)
-    report("SIGKILLs survived", kills, target=">= 50")
-    report("acknowledged mutations checked after a kill", checked, target="0 lost")
-    report("in-flight calls retried after a kill", retried, target="exactly one effect each")
+    report(f"SIGKILLs survived ({store})", kills, target=">= 50")
+    report(f"acknowledged mutations checked after a kill ({store})", checked, target="0 lost")
+    report(f"in-flight calls retried after a kill ({store})", retried, target="exactly one effect each")
