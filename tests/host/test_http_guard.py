@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from engram_memory.host.http_guard import _no_delay
 from tests.support.homes import bind, make_home
 from tests.support.http_agents import HttpAgent, HttpServer
 
@@ -112,3 +113,24 @@ def test_a_flood_of_half_open_connections_never_keeps_a_genuine_request_waiting(
     _genuine_search(server, token)
     # Thousands of events, a bounded log: the budget's lines plus the server's own start and stop.
     assert len(server.stderr().splitlines()) < 60, server.stderr()
+
+
+class _Transport:
+    """Only the socket a real transport would hand over (get_extra_info); the rest is unused here."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def get_extra_info(self, name: str) -> object:
+        return self.sock if name == "socket" else None
+
+
+def test_accepted_connections_send_without_nagles_delay() -> None:
+    # Headers and body are separate writes: with Nagle's algorithm each waited ~40 ms for an ACK.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+        with client, accepted:
+            accepted.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+            _no_delay(_Transport(accepted))  # type: ignore[arg-type]
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
