@@ -7,6 +7,7 @@ so any number of them can serve one store behind a load balancer.
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import socket
 import threading
@@ -132,6 +133,10 @@ def serve_http(
             access_log=False,
             server_header=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            # An idle keep-alive connection is closed by the header deadline (http_guard.py), later than
+            # HTTP clients let theirs expire (httpx: 5 s). uvicorn's own 5 s would race them: a client
+            # reusing a connection as the server closes it gets a reset instead of an answer.
+            timeout_keep_alive=max(1, math.ceil(guard.settings.header_timeout_s)),
         )
         if not is_loopback(host):
             logger.warning("listening beyond this machine: only behind a TLS-terminating proxy")
