@@ -19,14 +19,9 @@ import pytest
 from engram_memory.host.settings import HostPaths
 from engram_memory.mcp.stdio import LINE_LIMIT
 from tests.support.homes import bind, make_home
+from tests.support.jsonrpc import INITIALIZED, initialize
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+INITIALIZE = initialize(1, "raw")
 
 
 def _line(message: dict[str, Any]) -> bytes:

@@ -28,16 +28,12 @@ from engram_memory.host.compose import store_settings
 from engram_memory.host.settings import HostPaths
 from tests.reliability.scale import amount, report
 from tests.support.homes import Issued, bind, engine_for
+from tests.support.jsonrpc import INITIALIZED, initialize
 from tests.support.payloads import capture_args, unique_key
 from tests.support.raw import raw_store
 
 SEED = 1414
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "kills", "version": "1"}},
-}
+INITIALIZE = initialize(0, "kills")
 
 
 class Round:
@@ -57,7 +53,7 @@ class Round:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._write(INITIALIZE)
-        self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self._write(INITIALIZED)
         self._ready = time.monotonic()
 
     def _write(self, message: dict[str, Any]) -> None:

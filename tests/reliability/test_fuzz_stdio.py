@@ -25,16 +25,12 @@ from typing import Any
 from engram_memory.engine.verify import verify_store
 from tests.reliability.scale import amount, report
 from tests.support.homes import bind, engine_for, make_home
+from tests.support.jsonrpc import INITIALIZED, initialize
 from tests.support.payloads import PURPOSE, capture_args, unique_key
 from tests.support.raw import raw_store
 
 SEED = 1415
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "1"}},
-}
+INITIALIZE = initialize(0, "fuzz")
 NASTY_STRINGS = [
     "",
     "\x00",
@@ -203,7 +199,7 @@ def test_fuzzed_lines_and_arguments_are_all_answered_and_harm_nothing(tmp_path: 
     reader.start()
     requests: set[object] = {0}
     garbage = 0
-    lines = [json.dumps(INITIALIZE).encode(), b'{"jsonrpc": "2.0", "method": "notifications/initialized"}']
+    lines = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode()]
     for n in range(1, total + 1):
         roll = rng.random()
         if roll < 0.15:
