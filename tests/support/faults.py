@@ -9,6 +9,7 @@ A lock held by another writer is real on both stores (`write_lock_held`).
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -32,8 +33,22 @@ class ArmedStore(Store, Protocol):
     armed: bool
 
 
-class _SQLiteCommitFault(SQLiteStore):
-    armed = False
+class _ArmedByOneThread:
+    """Armed for the thread that armed it only: the vector indexer's own writes, on its own thread,
+    must neither trip the fault meant for the call under test nor disarm it."""
+
+    _armed_by: int | None = None
+
+    @property
+    def armed(self) -> bool:
+        return self._armed_by == threading.get_ident()
+
+    @armed.setter
+    def armed(self, value: bool) -> None:
+        self._armed_by = threading.get_ident() if value else None
+
+
+class _SQLiteCommitFault(_ArmedByOneThread, SQLiteStore):
     fault = REPLY_LOST
 
     def _commit(self) -> None:
@@ -46,8 +61,7 @@ class _SQLiteCommitFault(SQLiteStore):
             raise sqlite3.OperationalError("disk I/O error")
 
 
-class _PostgresCommitFault(PostgresStore):
-    armed = False
+class _PostgresCommitFault(_ArmedByOneThread, PostgresStore):
     fault = REPLY_LOST
 
     def __init__(self, url: str) -> None:
@@ -72,11 +86,12 @@ class _PostgresCommitFault(PostgresStore):
         self._faulty: Connection | None = None
 
     def _checkout(self) -> Connection:
-        if self._faulty is not None:  # armed for a transaction that never reached its commit
+        armed = self.armed
+        if armed and self._faulty is not None:  # armed for a transaction that never reached its commit
             self._faulty.__class__ = psycopg.Connection
             self._faulty = None
         connection = super()._checkout()
-        if self.armed and type(connection) is psycopg.Connection:
+        if armed and type(connection) is psycopg.Connection:
             connection.__class__ = self._faulty_class
             self._faulty = connection
         return connection

@@ -24,7 +24,10 @@ from engram_memory.engine.ports_maintenance import RecordFilter
 from engram_memory.host.cli_common import HomeOption, JsonOption, fail, opened_engine, out, say
 from engram_memory.host.compose import current_user
 
-records_app = typer.Typer(help="Host lifecycle maintenance of accepted records (SPEC §5).", no_args_is_help=True)
+records_app = typer.Typer(
+    help="Host lifecycle maintenance of accepted records: list, show, dispute, supersede, expire, tombstone.",
+    no_args_is_help=True,
+)
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The record id (mem_...).")]
 ReasonOption = Annotated[
