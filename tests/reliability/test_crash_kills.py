@@ -1,7 +1,8 @@
 """Crash consistency (issue 14): SIGKILL a real `serve` under load, at random moments, again and again.
 
-Each round starts `engram-memory serve` over stdio on one home (SQLite, then PostgreSQL), pipelines captures and
-admissions at it as raw JSON-RPC lines (so the server is inside a group commit most of the time),
+Each round starts `engram-memory serve` on one home (SQLite, then PostgreSQL), over stdio or over
+streamable HTTP, sends it captures and admissions (over stdio pipelined as raw JSON-RPC lines, so the
+server is inside a group commit most of the time; over HTTP as concurrent POSTs from eight clients),
 and kills it with SIGKILL after a random delay. Then, in a fresh engine on the same files:
 
 * every mutation the server acknowledged is there, with the ids it answered;
@@ -20,7 +21,12 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx2
+import pytest
 
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.verify import verify_store
@@ -28,6 +34,7 @@ from engram_memory.host.compose import store_settings
 from engram_memory.host.settings import HostPaths
 from tests.reliability.scale import amount, report
 from tests.support.homes import Issued, bind, engine_for
+from tests.support.http_agents import HttpServer
 from tests.support.jsonrpc import INITIALIZED, initialize
 from tests.support.payloads import capture_args, unique_key
 from tests.support.raw import raw_store
@@ -36,8 +43,18 @@ SEED = 1414
 INITIALIZE = initialize(0, "kills")
 
 
-class Round:
+class Round(Protocol):
     """One server process, the calls sent to it, and the answers that came back before it died."""
+
+    sent: dict[int, tuple[Tool, dict[str, Any]]]
+    answers: dict[int, dict[str, Any]]
+
+    def call(self, request_id: int, tool: Tool, arguments: dict[str, Any]) -> None: ...
+    def kill(self) -> None: ...
+
+
+class StdioRound:
+    """`serve` over stdio, one binding; answers are read off its stdout by a thread."""
 
     def __init__(self, paths: HostPaths, issued: Issued) -> None:
         env = {**os.environ, "ENGRAM_BINDING": issued.token, "ENGRAM_EMBEDDING_MODEL": "off"}
@@ -91,14 +108,49 @@ class Round:
         self.process.wait(timeout=30)
         self._reader.join(timeout=30)
 
-    def acknowledged(self) -> dict[int, dict[str, Any]]:
-        """The tool results (envelopes) of the calls answered ok before the kill."""
-        done = {}
-        for request_id, message in self.answers.items():
-            envelope = message.get("result", {}).get("structuredContent")
-            if request_id in self.sent and isinstance(envelope, dict) and envelope.get("ok"):
-                done[request_id] = envelope["output"]["value"]
-        return done
+
+class HttpRound:
+    """`serve --http`, a bearer token per request; eight clients POST the calls concurrently."""
+
+    CLIENTS = 8
+
+    def __init__(self, paths: HostPaths, issued: Issued, log_file: Path) -> None:
+        self.server = HttpServer(paths.home, log_file)
+        self.sent: dict[int, tuple[Tool, dict[str, Any]]] = {}
+        self.answers: dict[int, dict[str, Any]] = {}
+        self._headers = {"Authorization": f"Bearer {issued.token}", "Accept": "application/json, text/event-stream"}
+        self._client = httpx2.Client(timeout=30, limits=httpx2.Limits(max_connections=self.CLIENTS))
+        self._pool = ThreadPoolExecutor(max_workers=self.CLIENTS)
+
+    def _post(self, request_id: int, message: dict[str, Any]) -> None:
+        try:
+            answer = self._client.post(self.server.url, json=message, headers=self._headers)
+            self.answers[request_id] = answer.json()
+        except (httpx2.TransportError, ValueError):
+            pass  # cut by the kill: no answer, so the call is not acknowledged
+
+    def call(self, request_id: int, tool: Tool, arguments: dict[str, Any]) -> None:
+        self.sent[request_id] = (tool, arguments)
+        params = {"name": tool.value, "arguments": arguments}
+        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        self._pool.submit(self._post, request_id, message)
+
+    def kill(self) -> None:
+        self.server.process.send_signal(signal.SIGKILL)
+        self.server.process.wait(timeout=30)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._client.close()
+        self.server.stop()
+
+
+def _acknowledged(work: Round) -> dict[int, dict[str, Any]]:
+    """The tool results (envelopes) of the calls answered ok before the kill."""
+    done = {}
+    for request_id, message in work.answers.items():
+        envelope = message.get("result", {}).get("structuredContent")
+        if request_id in work.sent and isinstance(envelope, dict) and envelope.get("ok"):
+            done[request_id] = envelope["output"]["value"]
+    return done
 
 
 def _load(work: Round, rng: random.Random, candidates: list[str], first_id: int) -> int:
@@ -126,22 +178,29 @@ def _replayed(tool: Tool, value: dict[str, Any]) -> bool:
     return value.get("status") == "duplicate_exact" if tool is Tool.CAPTURE else value.get("replayed") is True
 
 
-def test_sigkill_under_load_loses_no_acknowledged_mutation_and_retries_apply_once(paths: HostPaths) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_sigkill_under_load_loses_no_acknowledged_mutation_and_retries_apply_once(
+    paths: HostPaths, transport: str, tmp_path: Path
+) -> None:
     rng = random.Random(SEED)
     issued = bind(paths)
     store = "PostgreSQL" if store_settings(paths).is_postgres else "SQLite"
-    kills, checked, retried = amount(3, 50), 0, 0
+    kills, checked, retried = amount(3, 50) if transport == "stdio" else amount(2, 20), 0, 0
     candidates: list[str] = []
     capture_keys: set[str] = set()
     admitted: set[str] = set()
     next_id = 1
     for _ in range(kills):
-        work = Round(paths, issued)
-        work.wait_for_initialize()
+        work: Round
+        if transport == "stdio":
+            work = StdioRound(paths, issued)
+            work.wait_for_initialize()
+        else:
+            work = HttpRound(paths, issued, tmp_path / "serve.log")
         next_id = _load(work, rng, candidates, next_id)
         time.sleep(rng.uniform(0.0, 0.4))  # the kill lands anywhere: mid-group, mid-commit, between calls
         work.kill()
-        acknowledged = work.acknowledged()
+        acknowledged = _acknowledged(work)
         with engine_for(paths) as engine:
             for request_id, (tool, arguments) in work.sent.items():
                 first = engine.handle(issued.binding, tool, arguments)
@@ -162,6 +221,7 @@ def test_sigkill_under_load_loses_no_acknowledged_mutation_and_retries_apply_onc
         capture_keys |= {args["idempotency_key"] for tool, args in work.sent.values() if tool is Tool.CAPTURE}
     with raw_store(paths) as db:  # one candidate per capture key: no call took effect twice
         assert db.count("candidates") == len(capture_keys)
-    report(f"SIGKILLs survived ({store})", kills, target=">= 50")
-    report(f"acknowledged mutations checked after a kill ({store})", checked, target="0 lost")
-    report(f"in-flight calls retried after a kill ({store})", retried, target="exactly one effect each")
+    where = f"{store}, {transport}"
+    report(f"SIGKILLs of serve survived ({where})", kills, target=">= 50 in all")
+    report(f"acknowledged mutations checked after a kill ({where})", checked, target="0 lost")
+    report(f"in-flight calls retried after a kill ({where})", retried, target="exactly one effect each")

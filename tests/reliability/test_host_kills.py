@@ -208,8 +208,6 @@ def test_sigkill_during_backup_restore_and_rotation_leaves_every_home_consistent
 
     assert _records(paths) == count
     assert min(killed.values()) >= rounds, killed
-    for operation, kills in killed.items():
-        detail = (
-            f"({resumed} left a rotation half done, finished by the next run)" if operation == "rotate-keys" else ""
-        )
-        report(f"SIGKILLs during {operation} ({store})", kills, target="every home verifies", unit=detail)
+    for name, kills in killed.items():
+        detail = f"({resumed} left a rotation half done, finished by the next run)" if name == "rotate-keys" else ""
+        report(f"SIGKILLs during {name} ({store})", kills, target="every home verifies", unit=detail)
