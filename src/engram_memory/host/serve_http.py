@@ -18,6 +18,7 @@ from dataclasses import replace
 import anyio
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from starlette.requests import ClientDisconnect
 
 from engram_memory.contract.binding import Binding
 from engram_memory.engine.engine import Engine
@@ -25,13 +26,15 @@ from engram_memory.host.bindings import BindingError, verify_binding
 from engram_memory.host.http_guard import ConnectionGuard, GuardSettings, descriptor_budget, guarded_protocol
 from engram_memory.host.serving import housekeeping_loop
 from engram_memory.mcp.http import MCP_PATH, TokenCheck, build_http_app, is_loopback, request_binding
-from engram_memory.mcp.log_budget import BudgetFilter
+from engram_memory.mcp.log_budget import BudgetFilter, OneLineFor
 from engram_memory.mcp.server import build_server
 
 logger = logging.getLogger(__name__)
 
 GRACEFUL_SHUTDOWN_S = 5
 _CLIENT_CAUSED = BudgetFilter()
+# The SDK logs "Error handling POST request" with a traceback whenever a client hangs up mid-body.
+_HUNG_UP = OneLineFor((ClientDisconnect,), "a client hung up before its request arrived whole")
 DEFAULT_GUARD = GuardSettings()
 
 
@@ -119,6 +122,7 @@ def serve_http(
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every stateless request at INFO
     for name in ("uvicorn.error", "asyncio"):  # lines a client causes: a bad request, an accept error
         logging.getLogger(name).addFilter(_CLIENT_CAUSED)
+    logging.getLogger("mcp.server.streamable_http").addFilter(_HUNG_UP)
     sock = listen(host, port)
     try:
         bound_port = int(sock.getsockname()[1])

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["BudgetFilter", "LogBudget"]
+__all__ = ["BudgetFilter", "LogBudget", "OneLineFor"]
 
 
 class LogBudget:
@@ -71,4 +71,37 @@ class BudgetFilter(logging.Filter):
             return False
         if left_out and isinstance(record.msg, str):
             record.msg = f"{record.msg} (and {left_out} more like it not logged)"
+        return True
+
+
+class OneLineFor(BudgetFilter):
+    """A library that logs a traceback at ERROR for something any client can cause at will (hanging up
+    before its request arrived whole): each such record becomes one WARNING line without the traceback,
+    under its own budget. The logger's other records keep their tracebacks, under the general budget."""
+
+    def __init__(
+        self,
+        kinds: tuple[type[BaseException], ...],
+        line: str,
+        *,
+        burst: int = 10,
+        window_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(burst=burst, window_s=window_s, clock=clock)
+        self._kinds = kinds
+        self._line = line
+        self._expected = LogBudget(logging.getLogger(__name__), burst=burst, window_s=window_s, clock=clock)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        raised = record.exc_info[1] if record.exc_info else None
+        if not isinstance(raised, self._kinds):
+            return super().filter(record)
+        left_out = self._expected.take()
+        if left_out is None:
+            return False
+        record.msg = f"{self._line} (and {left_out} more like it not logged)" if left_out else self._line
+        record.args = None
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
         return True
