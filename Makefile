@@ -28,7 +28,7 @@ test: lint unit
 # Issue 14's adversarial suite at its full size, then its summary table (a short form runs in `unit`).
 reliability: $(STAMP)
 	rm -f .reliability.jsonl
-	ENGRAM_RELIABILITY=full ENGRAM_RELIABILITY_REPORT=.reliability.jsonl $(BIN)/pytest tests/reliability
+	ENGRAM_RELIABILITY=full ENGRAM_RELIABILITY_REPORT=.reliability.jsonl $(BIN)/pytest tests/reliability tests/mcp/test_multiprocess.py
 	$(BIN)/python -m tests.reliability.summary .reliability.jsonl
 
 format: $(STAMP)
