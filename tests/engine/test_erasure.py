@@ -116,11 +116,14 @@ SAME_CONTENT: list[tuple[str, dict[str, Any]]] = [
     ("  the HERON rollout   was cancelled, after the 운영팀 review of 资料库 backups!", {}),
     (GUARDED, {"context": "A new line of context around the old statement."}),
     ("A new statement.", {"context": GUARDED}),
+    ("The her\u200bon roll\u00adout was can\u2060celled after the 운\u200d영팀 review of 資料庫 backups.", {}),
 ]
 
 
 @pytest.mark.parametrize(
-    ("text", "options"), SAME_CONTENT, ids=["valid-time", "source", "space", "fold", "added", "moved"]
+    ("text", "options"),
+    SAME_CONTENT,
+    ids=["valid-time", "source", "space", "fold", "added", "moved", "invisible-splits"],
 )
 def test_forgotten_content_in_another_form_waits_for_a_human(
     agent: InProcessAgent, steered: Engine, text: str, options: dict[str, Any]

@@ -4,7 +4,9 @@ A forgotten record must not come back quietly. Comparing whole-payload digests c
 byte-identical capture: the same text with another valid time, another source ref, a trailing space
 or a Traditional character for a Simplified one passed as new. So the guard compares what a person
 would call the same content, each component's text as the tokenizer sees it (folded: width, case,
-accents, Traditional/Simplified; words only, so spacing and punctuation do not count), and remembers
+accents, Traditional/Simplified; words only, so spacing and punctuation do not count; invisible
+format characters such as zero-width spaces and soft hyphens dropped, so they cannot split a word
+the guard would know), and remembers
 it only as a keyed fingerprint: HMAC-SHA256 under a key derived from the host's MAC secret, so the
 tombstones table holds nothing a reader could test guesses of the forgotten text against.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,12 +45,24 @@ def _fingerprint(key: bytes, kind: str, value: str) -> str:
     return "fp1:" + mac.hexdigest()
 
 
+def _visible(text: str) -> str:
+    if text.isascii():
+        return text
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
 def _normalised(text: str) -> str:
-    return " ".join(words(text))
+    return " ".join(words(_visible(text)))
 
 
 def _text_fingerprint(key: bytes, text: str) -> str | None:
     normalised = _normalised(text)
+    return _fingerprint(key, _TEXT, normalised) if normalised else None
+
+
+def _earlier_text_fingerprint(key: bytes, text: str) -> str | None:
+    """As tombstones written before format characters were dropped hold it."""
+    normalised = " ".join(words(text))
     return _fingerprint(key, _TEXT, normalised) if normalised else None
 
 
@@ -69,7 +84,6 @@ def candidate_fingerprints(key: bytes, payload_digest: str, payload: Mapping[str
     written before this guard hold) and every component's text."""
     found = {payload_digest, _fingerprint(key, _PAYLOAD, payload_digest)}
     for component in payload.get("components", []):
-        fingerprint = _text_fingerprint(key, str(component.get("text", "")))
-        if fingerprint is not None:
-            found.add(fingerprint)
+        text = str(component.get("text", ""))
+        found.update(fp for fp in (_text_fingerprint(key, text), _earlier_text_fingerprint(key, text)) if fp)
     return sorted(found)
