@@ -160,6 +160,17 @@ POSITIVES: list[tuple[str, str]] = [
     ("password_assignment", "测试环境的密码是" + PASSWORD + "，请勿外传"),  # noqa: RUF001 - Chinese punctuation
     ("password_assignment", "資料庫密碼：" + noise(72, 12) + "@"),  # noqa: RUF001 - Chinese punctuation
     ("password_assignment", "本番のパスワードは" + PASSWORD + "です"),
+    ("password_assignment", "pwd: " + PASSWORD),
+    ("password_assignment", "WiFi password: BlueHeron2024"),
+    ("password_assignment", "log in as admin with password admin123 on the bastion"),
+    ("password_assignment", "password for grafana -> " + PASSWORD),
+    ("password_assignment", "my password's 'Orbit-Lantern-55'"),
+    ("password_assignment", "mysql -u root -p" + PASSWORD + " shop"),
+    ("password_assignment", "비밀번호: 사과나무123!"),
+    ("password_assignment", "비번은 " + PASSWORD + " 입니다"),
+    ("password_assignment", "ドアのパスコード: " + PASSWORD),
+    ("password_assignment", "Passwort: " + PASSWORD),
+    ("password_assignment", "password = $Mq7941Cobalt"),
     ("url_credentials", "postgres://admin:" + noise(73, 8) + "#" + noise(74, 6) + "@db.internal/app"),
     ("url_credentials", "https://svc:" + noise(75, 6) + "?" + noise(76, 6) + "@registry.internal/v2/"),
     # env_assignment
@@ -194,6 +205,18 @@ PERSONAL_POSITIVES = [
 ]
 
 ORDINARY_KNOWLEDGE = [
+    "bypass: enabled",
+    "pwd: /home/ops/app2",
+    "password: scram-sha-256",
+    "log in with password authentication",
+    "with password reset2 flow",
+    "password reset: v2.3.1",
+    "password hash: bcrypt12",
+    "mysql -h db -P 3306 -u app -p",
+    "password = $DbPassword",
+    "비밀번호: 8자리입니다",
+    "パスコード: 6桁の数字",
+    "mot de passe : oublié",
     "the password for the account is expired",
     "the password policy is min-length-12",
     "login: alice / staging",

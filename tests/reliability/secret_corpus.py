@@ -73,6 +73,17 @@ def password(rng: random.Random) -> str:
     return "".join(parts)
 
 
+def simple_password(rng: random.Random) -> str:
+    """What people often choose instead: two capitalised words and a year, or a word and a number."""
+    first, second = rng.sample(WORDS, 2)
+    if rng.random() < 0.5:
+        return f"{first.capitalize()}{second.capitalize()}{rng.randint(1990, 2030)}"
+    return f"{first}{rng.randint(10, 9999)}"
+
+
+HANGUL_WORDS = ("사과나무", "바다", "고양이", "하늘빛", "별자리")
+
+
 def passphrase(rng: random.Random) -> str:
     words = rng.sample(WORDS, rng.randint(4, 5))
     return rng.choice("-_.").join(words) + str(rng.randint(1, 99))
@@ -161,6 +172,18 @@ SECRETS: dict[str, list[Template]] = {
         lambda r: f"路由器口令为 {password(r)}",
         lambda r: f"本番のパスワードは{password(r)}です。",
         lambda r: f"共有アカウントのパスワード: {password(r)}",
+        lambda r: f"pwd: {password(r)}",
+        lambda r: f"WiFi password: {simple_password(r)}",
+        lambda r: f"log in as admin with password {simple_password(r)} on the bastion",
+        lambda r: f"password for grafana -> {password(r)}",
+        lambda r: f"my password's '{password(r)}'",
+        lambda r: f"mysql -u root -p{password(r)} shop",
+        lambda r: f"비밀번호: {r.choice(HANGUL_WORDS)}{r.randint(10, 9999)}{r.choice(SYMBOLS)}",
+        lambda r: f"비번은 {password(r)} 입니다",
+        lambda r: f"ドアのパスコード: {password(r)}",
+        lambda r: f"Passwort: {password(r)}",
+        lambda r: f"mot de passe : {password(r)}",
+        lambda r: f"contraseña: {password(r)}",
     ],
     "env_assignment": [
         lambda r: f"DB_PASSWORD={password(r)}",
@@ -204,6 +227,21 @@ _PROSE = [
     "운영팀은 데이터베이스를 매일 밤 클라우드에 백업한다.",
     "运维团队每天晚上把数据库备份到云端存储。",
     "運用チームは毎晩データベースをクラウドにバックアップします。",
+    "bypass: enabled",
+    "pass: 3 of 4 tests",
+    "pwd: /home/ops/app2",
+    "password: scram-sha-256",
+    "log in with password authentication",
+    "with password reset2 flow",
+    "password reset: v2.3.1",
+    "password hash: bcrypt12",
+    "mysql -h db -P 3306 -u app -p",
+    "psql -p 5432 -U app",
+    "비밀번호: 8자리입니다",
+    "비번 바꿨어",
+    "パスコード: 6桁の数字",
+    "密码：至少8位",
+    "mot de passe : oublié",
 ]
 
 LOOKALIKES: dict[str, list[Template]] = {

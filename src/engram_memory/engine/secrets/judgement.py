@@ -61,7 +61,8 @@ _PLACEHOLDER_RE = re.compile(
     | \$\{\{?[^{}\n]{0,120}\}\}?                   # ${VAR}, ${{ secrets.X }}
     | \{\{[^{}\n]{0,120}\}\}                       # {{ vault_password }}
     | \{[A-Za-z_][A-Za-z0-9_.]{0,80}\}             # {db_password}
-    | \$[A-Za-z_][A-Za-z0-9_]{0,80}                # $DB_PASSWORD
+    | \$(?:[A-Z_][A-Z0-9_]{0,80}|[a-z_][a-z0-9_]{0,80}|[a-z]{1,20}(?:[A-Z][a-z]{1,20}){1,6}[0-9]{0,2}
+        |(?:[A-Z][a-z]{1,20}){1,6}[0-9]{0,2})      # $DB_PASSWORD, $db_pass, $dbPassword, $DbPassword
     | \$\(.{0,256}                                 # $(cat key.txt)
     | (?:\$\{|\{\{|<|%\().{0,256}                  # a template cut short by whitespace
     | %\(?[A-Za-z_]{0,40}\)?s                      # %s, %(password)s
