@@ -55,8 +55,9 @@ def _flood_socket(port: int, token: str, kind: int) -> socket.socket:
 def test_a_flood_of_slow_and_silent_connections_never_starves_genuine_agents(tmp_path: Path) -> None:
     paths = make_home(tmp_path / "home")
     token = bind(paths).token
-    cap = amount(50, 1024)  # full: the default cap
-    flood_size = _room_for(4 * cap)
+    wanted = amount(50, 1024)  # full: the default cap
+    flood_size = _room_for(4 * wanted)
+    cap = min(wanted, flood_size // 4)  # a machine with fewer descriptors floods a smaller cap
     genuine = amount(4, 40)
     hold_s = amount(0, 15)  # full: held past the 10 s header timeout, which then closes the flood
     args = ("--max-connections", str(cap))  # the default header (10 s) and body (30 s) timeouts
@@ -99,7 +100,7 @@ def test_a_flood_of_slow_and_silent_connections_never_starves_genuine_agents(tmp
         assert server.process.poll() is None
         lines = len(server.stderr().splitlines())
         assert lines < 60, server.stderr()
-    report("connections held open by a flood over HTTP", flood_size, target=f"4 x the cap of {cap}")
+    report("connections held open by a flood over HTTP", flood_size, target=f"4 x the server's cap of {cap}")
     report("genuine calls answered during the flood", answered, target=f"all of them (>= {genuine})")
     report("server descriptors above idle at the flood's peak", peak, target=f"<= cap + {MARGIN}")
     report("log lines the flood caused", lines, target="< 60")
