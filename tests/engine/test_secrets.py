@@ -26,6 +26,7 @@ from engram_memory.engine.secrets import (
     scan_value,
     secret_categories,
 )
+from tests.reliability.secret_corpus import PASSWORD_LOOKALIKES
 
 ALL = frozenset(CATEGORIES)
 ALNUM = string.ascii_letters + string.digits
@@ -205,18 +206,8 @@ PERSONAL_POSITIVES = [
 ]
 
 ORDINARY_KNOWLEDGE = [
-    "bypass: enabled",
-    "pwd: /home/ops/app2",
-    "password: scram-sha-256",
-    "log in with password authentication",
-    "with password reset2 flow",
-    "password reset: v2.3.1",
-    "password hash: bcrypt12",
-    "mysql -h db -P 3306 -u app -p",
+    *PASSWORD_LOOKALIKES,
     "password = $DbPassword",
-    "비밀번호: 8자리입니다",
-    "パスコード: 6桁の数字",
-    "mot de passe : oublié",
     "the password for the account is expired",
     "the password policy is min-length-12",
     "login: alice / staging",

@@ -200,6 +200,25 @@ SECRETS: dict[str, list[Template]] = {
     ],
 }
 
+# Lines that name a password but hold none (also the detector's unit negatives).
+PASSWORD_LOOKALIKES = [
+    "bypass: enabled",
+    "pass: 3 of 4 tests",
+    "pwd: /home/ops/app2",
+    "password: scram-sha-256",
+    "log in with password authentication",
+    "with password reset2 flow",
+    "password reset: v2.3.1",
+    "password hash: bcrypt12",
+    "mysql -h db -P 3306 -u app -p",
+    "psql -p 5432 -U app",
+    "비밀번호: 8자리입니다",
+    "비번 바꿨어",
+    "パスコード: 6桁の数字",
+    "密码：至少8位",
+    "mot de passe : oublié",
+]
+
 _PROSE = [
     "The password must be rotated every 90 days.",
     "Reset the password from the account page; the link expires in an hour.",
@@ -227,21 +246,7 @@ _PROSE = [
     "운영팀은 데이터베이스를 매일 밤 클라우드에 백업한다.",
     "运维团队每天晚上把数据库备份到云端存储。",
     "運用チームは毎晩データベースをクラウドにバックアップします。",
-    "bypass: enabled",
-    "pass: 3 of 4 tests",
-    "pwd: /home/ops/app2",
-    "password: scram-sha-256",
-    "log in with password authentication",
-    "with password reset2 flow",
-    "password reset: v2.3.1",
-    "password hash: bcrypt12",
-    "mysql -h db -P 3306 -u app -p",
-    "psql -p 5432 -U app",
-    "비밀번호: 8자리입니다",
-    "비번 바꿨어",
-    "パスコード: 6桁の数字",
-    "密码：至少8位",
-    "mot de passe : oublié",
+    *PASSWORD_LOOKALIKES,
 ]
 
 LOOKALIKES: dict[str, list[Template]] = {
