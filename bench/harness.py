@@ -8,7 +8,7 @@ from typing import Any
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.engine.engine import Engine
 from engram_memory.host.bindings import IssuedBinding, issue_binding
-from engram_memory.host.keyfiles import load_signing_key
+from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.settings import HostPaths
 
 

@@ -39,8 +39,8 @@ from typing import Any
 
 import anyio
 
-from engram_memory.engine.ports import Scope
-from engram_memory.engine.text import query_terms
+from engram_memory.engine.ports.store import Scope
+from engram_memory.engine.recall.text import query_terms
 from engram_memory.host.compose import init_home, open_engine, store_settings
 from engram_memory.host.settings import HostPaths
 from harness import bench_binding, bench_issued, value_of

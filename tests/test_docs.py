@@ -9,7 +9,7 @@ from typer.main import get_command
 
 from engram_memory.contract.errors import ErrorCode
 from engram_memory.contract.tools import ALL_TOOLS
-from engram_memory.host.cli import app
+from engram_memory.host.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 

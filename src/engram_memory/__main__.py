@@ -1,6 +1,6 @@
 """`python -m engram_memory` is the `engram-memory` command."""
 
-from engram_memory.host.cli import main
+from engram_memory.host.cli.app import main
 
 if __name__ == "__main__":
     main()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.policy import AdmissionPolicy
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine

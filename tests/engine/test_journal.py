@@ -11,7 +11,7 @@ import pytest
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine import journal
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import Scope
+from engram_memory.engine.ports.store import Scope
 from engram_memory.host.compose import open_store
 from engram_memory.host.settings import HostPaths
 from tests.support.homes import journal_of

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from engram_memory.engine.ranking import MAX_QUERY_TERMS, MAX_RANKED_TERMS
-from engram_memory.engine.text import query_terms, tokenize
+from engram_memory.engine.recall.ranking import MAX_QUERY_TERMS, MAX_RANKED_TERMS
+from engram_memory.engine.recall.text import query_terms, tokenize
 from engram_memory.host.settings import HostPaths
 from tests.support.inprocess import InProcessAgent
 from tests.support.legacy_index import legacy_tokenize

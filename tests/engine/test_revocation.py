@@ -6,7 +6,7 @@ import pytest
 
 from engram_memory.contract.errors import ProtocolFault
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import RevocationRow
+from engram_memory.engine.ports.store import RevocationRow
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock
 from tests.support.homes import bind

@@ -17,7 +17,7 @@ import pytest
 
 from engram_memory.contract.errors import ErrorCode
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import Scope, WrappedKey
+from engram_memory.engine.ports.store import Scope, WrappedKey
 from engram_memory.engine.verify import ORPHAN_KEY_AGE_MS, VerifyReport, problems_json, verify_store
 from engram_memory.host.compose import open_vault
 from engram_memory.host.settings import HostPaths

@@ -30,7 +30,7 @@ from engram_memory.host.bindings import (
     parse_duration,
     verify_binding,
 )
-from engram_memory.host.keyfiles import key_id, load_signing_key
+from engram_memory.host.keys.files import key_id, load_signing_key
 from engram_memory.host.settings import HostPaths
 from tests.support.homes import ALL_GRANTS, engine_for, make_home
 from tests.support.payloads import PURPOSE

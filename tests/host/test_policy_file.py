@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.policy import AdmissionPolicy, PolicyError, policy_from_mapping
+from engram_memory.engine.admission.policy import AdmissionPolicy, PolicyError, policy_from_mapping
 from engram_memory.engine.secrets import CATEGORIES, DEFAULT_CATEGORIES
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML, FilePolicySource, read_policy
 

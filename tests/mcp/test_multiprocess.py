@@ -29,7 +29,7 @@ import pytest
 
 from engram_memory.engine import journal
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.rows import Scope
+from engram_memory.engine.ports.rows import Scope
 from engram_memory.host.compose import store_settings
 from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import ADMIT, CAPTURE, FORGET, WITHDRAW, HostCli, forget_args, ok_value, withdraw_args

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from engram_memory.engine.text import tokenize
+from engram_memory.engine.recall.text import tokenize
 from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import (
     FORGET,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from engram_memory.engine import maintenance
-from engram_memory.host.backup import backup_home
+from engram_memory.engine.lifecycle import host_transitions as maintenance
+from engram_memory.host.recovery.backup import backup_home
 from tests.host.clirun import LoggedAgent
 from tests.reliability.scale import report
 from tests.support.homes import bind, engine_for, make_home

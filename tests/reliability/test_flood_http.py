@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.host.test_http_guard import _descriptors
+from tests.host.serve.test_http_guard import _descriptors
 from tests.reliability.scale import amount, report
 from tests.support.homes import bind, make_home
 from tests.support.http_agents import HttpAgent, HttpServer

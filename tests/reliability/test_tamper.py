@@ -17,10 +17,10 @@ import shutil
 from pathlib import Path
 
 from engram_memory.engine.verify import verify_store
-from engram_memory.host.backup import BackupRefused, backup_home
 from engram_memory.host.compose import HomeError
-from engram_memory.host.keyfiles import KeyFileError
-from engram_memory.host.restore import restore_home
+from engram_memory.host.keys.files import KeyFileError
+from engram_memory.host.recovery.backup import BackupRefused, backup_home
+from engram_memory.host.recovery.restore import restore_home
 from engram_memory.host.settings import HostPaths
 from tests.reliability.scale import amount, report
 from tests.support.homes import bind, engine_for, make_home

@@ -21,7 +21,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from engram_memory.contract.errors import ProtocolFault
-from engram_memory.host.cli import app
+from engram_memory.host.cli.app import app
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML
 from tests.reliability.scale import amount, report
 from tests.support.homes import bind, engine_for, make_home

@@ -7,7 +7,7 @@ from typing import Any
 
 from engram_memory.engine import journal
 from engram_memory.engine.mutation import append_event_as, host_actor
-from engram_memory.engine.ports import (
+from engram_memory.engine.ports.store import (
     Actor,
     AuditRow,
     CandidateRow,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_memory.engine.ports import Store
+from engram_memory.engine.ports.store import Store
 from engram_memory.stores.postgres.store import PostgresStore
 from engram_memory.stores.sqlite.store import SQLiteStore
 

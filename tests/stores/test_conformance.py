@@ -6,10 +6,10 @@ import pytest
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine import journal
-from engram_memory.engine.ports import JournalEvent, SealedBody, Store, StoreTx
-from engram_memory.engine.ports_maintenance import RecordFilter
-from engram_memory.engine.ranking import FIELDS
-from engram_memory.engine.text import tokenizer_id
+from engram_memory.engine.ports.maintenance import RecordFilter
+from engram_memory.engine.ports.store import JournalEvent, SealedBody, Store, StoreTx
+from engram_memory.engine.recall.ranking import FIELDS
+from engram_memory.engine.recall.text import tokenizer_id
 from tests.stores.builders import (
     AT_MS,
     SCOPE_A,

@@ -13,8 +13,8 @@ import pytest
 from psycopg import sql
 
 from engram_memory.engine import journal
-from engram_memory.engine.ports import SealedBody, WrappedKey
-from engram_memory.engine.text import tokenizer_id
+from engram_memory.engine.ports.store import SealedBody, WrappedKey
+from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.stores.postgres.roles import VAULT_FUNCTIONS, VAULT_GRANTS, grant
 from engram_memory.stores.postgres.store import PostgresStore
 from engram_memory.stores.postgres.vault import PostgresKeyVault

@@ -16,8 +16,8 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.mutation import MAX_ATTEMPTS, run_mutation
-from engram_memory.engine.ports import SealedBody, StoreTx, TransientConflict
-from engram_memory.engine.text import tokenizer_id
+from engram_memory.engine.ports.store import SealedBody, StoreTx, TransientConflict
+from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, VAULT_MIGRATIONS, bundled, migrate
 from engram_memory.stores.postgres.roles import STORE_GRANTS, grant
 from engram_memory.stores.postgres.store import PostgresStore, SchemaNotCurrent

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import Scope
-from engram_memory.engine.text import query_terms
+from engram_memory.engine.ports.store import Scope
+from engram_memory.engine.recall.text import query_terms
 from engram_memory.host.compose import open_store, open_vault
-from engram_memory.host.keyfiles import load_keyring, load_mac_keys
+from engram_memory.host.keys.files import load_keyring, load_mac_keys
 from engram_memory.host.policy_file import FilePolicySource
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock

@@ -8,9 +8,9 @@ import sqlite3
 import pytest
 
 from engram_memory.contract.errors import ContractError
-from engram_memory.engine.ports import Scope
-from engram_memory.engine.ranking import FIELDS
-from engram_memory.engine.text import query_terms, tokenizer_id
+from engram_memory.engine.ports.store import Scope
+from engram_memory.engine.recall.ranking import FIELDS
+from engram_memory.engine.recall.text import query_terms, tokenizer_id
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sqlite import postings

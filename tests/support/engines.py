@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+from engram_memory.engine.admission.policy import PolicySource
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.indexer import VectorIndexer
-from engram_memory.engine.policy import PolicySource
-from engram_memory.engine.ports import Clock, Store
+from engram_memory.engine.ports.store import Clock, Store
+from engram_memory.engine.recall.indexer import VectorIndexer
 from engram_memory.host.compose import open_store, open_vault, store_settings, vector_cache
-from engram_memory.host.keyfiles import load_keyring, load_mac_keys
+from engram_memory.host.keys.files import load_keyring, load_mac_keys
 from engram_memory.host.policy_file import FilePolicySource
 from engram_memory.host.settings import HostPaths
 

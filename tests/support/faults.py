@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import psycopg
 import pytest
 
-from engram_memory.engine.ports import Store
+from engram_memory.engine.ports.store import Store
 from engram_memory.host.compose import store_settings
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.postgres import store as postgres_store

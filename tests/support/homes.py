@@ -17,10 +17,10 @@ import pytest
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import JournalEvent, Scope, ScopeHead
+from engram_memory.engine.ports.store import JournalEvent, Scope, ScopeHead
 from engram_memory.host.bindings import issue_binding
 from engram_memory.host.compose import init_home, open_engine, open_store
-from engram_memory.host.keyfiles import load_signing_key
+from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.settings import HostPaths
 from tests.support.payloads import PURPOSE
 from tests.support.postgres import PostgresCluster, home_databases, make_postgres_home

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from engram_memory.contract.states import RecordState
-from engram_memory.engine.bodies import read_payload
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import Scope
-from engram_memory.engine.ranking import FIELDS
-from engram_memory.engine.text import stem
+from engram_memory.engine.ports.store import Scope
+from engram_memory.engine.recall.ranking import FIELDS
+from engram_memory.engine.recall.text import stem
+from engram_memory.engine.sealing.bodies import read_payload
 from engram_memory.host.settings import HostPaths
 from tests.support.raw import raw_store
 

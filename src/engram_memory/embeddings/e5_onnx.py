@@ -21,11 +21,11 @@ import numpy as np
 from engram_memory.embeddings.e5_file import SHA256, E5File, ModelFileError, load
 from engram_memory.embeddings.e5_tokenizer import PASSAGE, QUERY, E5Tokenizer
 from engram_memory.embeddings.identity import ModelIdentity
-from engram_memory.engine.semantic import Matrix
+from engram_memory.engine.recall.semantic import Matrix
 
 __all__ = ["E5Onnx", "ModelFileError", "model_file"]
 
-# One thread: vectors are computed beside the request path (engine/indexer.py), and a single-threaded
+# One thread: vectors are computed beside the request path (engine/recall/indexer.py), and a single-threaded
 # run gives the same floats however busy the machine is. One text per run: the integer graph scales
 # activations over its whole input, so a text batched with others would get other floats than alone.
 THREADS = 1

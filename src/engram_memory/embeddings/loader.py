@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engram_memory.engine.semantic import Embedder, Matrix
+from engram_memory.engine.recall.semantic import Embedder, Matrix
 
 OFF = "off"
 

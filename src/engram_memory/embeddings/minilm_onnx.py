@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from engram_memory.embeddings.identity import ModelIdentity
-from engram_memory.engine.semantic import Matrix
+from engram_memory.engine.recall.semantic import Matrix
 
 MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
-# One thread: vectors are computed beside the request path (engine/indexer.py), and a single-threaded
+# One thread: vectors are computed beside the request path (engine/recall/indexer.py), and a single-threaded
 # run gives the same floats however busy the machine is.
 THREADS = 1
 

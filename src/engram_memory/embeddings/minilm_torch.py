@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from engram_memory.embeddings.identity import ModelIdentity
-from engram_memory.engine.semantic import Matrix
+from engram_memory.engine.recall.semantic import Matrix
 
 BATCH = 32
 

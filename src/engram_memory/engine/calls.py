@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engram_memory.contract.binding import Binding
-from engram_memory.engine.ports import Actor, Scope
+from engram_memory.engine.ports.store import Actor, Scope
 
 
 @dataclass(frozen=True, slots=True)

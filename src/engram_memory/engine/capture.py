@@ -16,15 +16,15 @@ from engram_memory.contract.instants import parse_instant
 from engram_memory.contract.states import CandidateState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
+from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.gate import GateRequest, check_gate, consume
 from engram_memory.engine.idempotency import replayed_response
+from engram_memory.engine.lifecycle.gate import GateRequest, check_gate, consume
 from engram_memory.engine.mutation import append_event, remember_response, run_mutation
-from engram_memory.engine.policy import AdmissionPolicy
-from engram_memory.engine.ports import CandidateRow, Scope, StoreTx
+from engram_memory.engine.ports.store import CandidateRow, Scope, StoreTx
 from engram_memory.engine.receipts import transaction_receipt_digest
-from engram_memory.engine.sealing import seal
+from engram_memory.engine.sealing.seal import seal
 from engram_memory.engine.secrets import scan_value, secret_categories
 
 DAY_MS = 86_400_000

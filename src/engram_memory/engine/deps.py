@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engram_memory.engine.indexer import VectorIndexer
-from engram_memory.engine.policy import PolicySource
-from engram_memory.engine.ports import Clock, KeyRing, KeyVault, Store
-from engram_memory.engine.semantic import VectorCache
+from engram_memory.engine.admission.policy import PolicySource
+from engram_memory.engine.ports.store import Clock, KeyRing, KeyVault, Store
+from engram_memory.engine.recall.indexer import VectorIndexer
+from engram_memory.engine.recall.semantic import VectorCache
 
 
 @dataclass(frozen=True, slots=True)

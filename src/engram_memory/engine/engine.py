@@ -27,13 +27,17 @@ from engram_memory.contract.errors import (
 from engram_memory.contract.ids import new_audit_id
 from engram_memory.contract.tools import MUTATING_TOOLS, Tool
 from engram_memory.contract.validate import validate_arguments
-from engram_memory.engine import admit, capture, recall, reindex, removal
+from engram_memory.engine import capture
+from engram_memory.engine.admission import request as admit
+from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.gate import ConfirmationError, approve, deny, effective_status
-from engram_memory.engine.policy import AdmissionPolicy
-from engram_memory.engine.ports import AuditRow, ConfirmationRow
-from engram_memory.engine.reindex import IndexStatus, ReindexProgress, ReindexReport
+from engram_memory.engine.lifecycle import withdraw_forget as removal
+from engram_memory.engine.lifecycle.gate import ConfirmationError, approve, deny, effective_status
+from engram_memory.engine.ports.store import AuditRow, ConfirmationRow
+from engram_memory.engine.recall import reindex
+from engram_memory.engine.recall import search_and_get as recall
+from engram_memory.engine.recall.reindex import IndexStatus, ReindexProgress, ReindexReport
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +278,7 @@ class Engine:
         self, progress: Callable[[ReindexProgress], None] | None = None, *, embed: bool = True
     ) -> ReindexReport:
         """Moves the lexical index to this tokenizer and (unless `embed` is False) embeds what the model
-        lacks (engine/reindex.py). Raises ContractError STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN;
+        lacks (engine/recall/reindex.py). Raises ContractError STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN;
         running it again resumes."""
         if self.deps.indexer is not None:
             self.deps.indexer.settle()

@@ -12,7 +12,7 @@ from typing import Any
 from engram_memory.contract.canonical import OPERATION_DOMAIN, digest
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.tools import Tool
-from engram_memory.engine.ports import IdempotencyRow
+from engram_memory.engine.ports.store import IdempotencyRow
 
 
 def operation_digest(tool: Tool, arguments: Mapping[str, Any]) -> str:

@@ -21,7 +21,7 @@ from engram_memory.contract.canonical import (
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.ids import new_event_id
 from engram_memory.contract.states import CandidateState, RecordState
-from engram_memory.engine.ports import JournalEvent, Scope, ScopeHead
+from engram_memory.engine.ports.store import JournalEvent, Scope, ScopeHead
 
 CANDIDATE_CAPTURED = "candidate.captured"
 CANDIDATE_ACCEPTED = "candidate.accepted"

@@ -15,7 +15,7 @@ from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import operation_digest
-from engram_memory.engine.ports import IdempotencyRow, JournalEvent, Scope, ScopeHead, StoreTx, TransientConflict
+from engram_memory.engine.ports.store import IdempotencyRow, JournalEvent, Scope, ScopeHead, StoreTx, TransientConflict
 
 Body = Callable[[StoreTx, str], dict[str, Any] | None]
 AfterCommit = Callable[[dict[str, Any]], dict[str, Any]]

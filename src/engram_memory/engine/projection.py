@@ -12,9 +12,9 @@ from typing import Any
 
 from engram_memory.contract.canonical import REDACTION_DOMAIN, digest
 from engram_memory.contract.instants import format_instant
-from engram_memory.engine.ports import CoreTx, RecordRow, Scope
-from engram_memory.engine.ranking import FIELDS
-from engram_memory.engine.text import tokenize, tokenizer_id
+from engram_memory.engine.ports.store import CoreTx, RecordRow, Scope
+from engram_memory.engine.recall.ranking import FIELDS
+from engram_memory.engine.recall.text import tokenize, tokenizer_id
 
 
 def index_fields(payload: Mapping[str, Any]) -> dict[str, str]:

@@ -14,9 +14,9 @@ from engram_memory.contract.canonical import (
     digest,
     digest_bytes,
 )
-from engram_memory.engine.admission import Decision
+from engram_memory.engine.admission.decision import Decision
 from engram_memory.engine.calls import Call
-from engram_memory.engine.ports import JournalEvent
+from engram_memory.engine.ports.store import JournalEvent
 
 
 def key_digest(idempotency_key: str) -> str:

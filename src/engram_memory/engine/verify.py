@@ -17,13 +17,13 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import CandidateState, RecordState
 from engram_memory.engine import journal
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.ports import JournalEvent, Scope, StoreTx
-from engram_memory.engine.ports_operations import CandidateStateRow, RawJournalRow
+from engram_memory.engine.ports.operations import CandidateStateRow, RawJournalRow
+from engram_memory.engine.ports.store import JournalEvent, Scope, StoreTx
 from engram_memory.engine.projection import index_fields
-from engram_memory.engine.ranking import FIELDS
-from engram_memory.engine.reindex import is_stale, scope_tokenizer
-from engram_memory.engine.sealing import open_sealed
-from engram_memory.engine.text import tokenizer_id
+from engram_memory.engine.recall.ranking import FIELDS
+from engram_memory.engine.recall.reindex import is_stale, scope_tokenizer
+from engram_memory.engine.recall.text import tokenizer_id
+from engram_memory.engine.sealing.seal import open_sealed
 
 ORPHAN_KEY_AGE_MS = 3_600_000
 MAX_SUBJECTS_PER_CHECK = 20

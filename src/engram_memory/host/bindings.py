@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from engram_memory.contract.binding import TRUST_CLASSES, Binding
 from engram_memory.contract.ids import new_token_id
 from engram_memory.contract.tools import Tool
-from engram_memory.host.keyfiles import key_id
+from engram_memory.host.keys.files import key_id
 
 ISSUER = "engram-memory/host"
 AUDIENCE = "engram-memory/mcp"

@@ -21,12 +21,12 @@ from engram_memory.embeddings.loader import EmbedderUnavailable, load_embedder
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.indexer import VectorIndexer
-from engram_memory.engine.ports import Store
-from engram_memory.engine.semantic import VectorCache
+from engram_memory.engine.ports.store import Store
+from engram_memory.engine.recall.indexer import VectorIndexer
+from engram_memory.engine.recall.semantic import VectorCache
 from engram_memory.host import postgres_home
 from engram_memory.host.bindings import BindingError, verify_binding
-from engram_memory.host.keyfiles import create_key_files, load_keyring, load_mac_keys, load_signing_key
+from engram_memory.host.keys.files import create_key_files, load_keyring, load_mac_keys, load_signing_key
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML, FilePolicySource
 from engram_memory.host.postgres_home import PostgresHomeError
 from engram_memory.host.settings import (

@@ -11,7 +11,7 @@ from typing import Any
 
 from engram_memory.contract.states import CandidateState, RecordState
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports import Scope
+from engram_memory.engine.ports.store import Scope
 from engram_memory.host.compose import storage_sizes, vault_counts
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sql.vault import VaultCounts

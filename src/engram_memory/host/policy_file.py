@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.policy import AdmissionPolicy, PolicyError, policy_from_mapping
+from engram_memory.engine.admission.policy import AdmissionPolicy, PolicyError, policy_from_mapping
 
 logger = logging.getLogger(__name__)
 

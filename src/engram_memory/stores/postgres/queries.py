@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 
-from engram_memory.engine.ports import IndexedDoc, Scope
-from engram_memory.engine.ports_operations import IndexEntry
-from engram_memory.engine.ranking import FIELD_WEIGHTS, FIELDS
+from engram_memory.engine.ports.operations import IndexEntry
+from engram_memory.engine.ports.store import IndexedDoc, Scope
+from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.postgres.connection import PsycopgConnection
 from engram_memory.stores.sql.base import StoreInvariantError
-from engram_memory.stores.sql.queries import SqlTx
+from engram_memory.stores.sql.queries.transaction import SqlTx
 
 _FIELD_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
 # ts_rank's weights for the labels {D, C, B, A}, scaled so the heaviest field (primary, A) counts 1.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from engram_memory.engine.ports import Scope, ScopeHead
-from engram_memory.engine.ranking import FIELDS
+from engram_memory.engine.ports.store import Scope, ScopeHead
+from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.postgres.connection import PsycopgConnection
 from engram_memory.stores.postgres.queries import scope_token
 
@@ -84,7 +84,7 @@ class PostgresSnapshot:
                 f" COALESCE((SELECT max({column}) FROM {table}), 0) + 1, false)"
             )
 
-    # -- what a manifest states (host/backup.py store_facts) --------------------------------------------
+    # -- what a manifest states (host/recovery/backup.py store_facts) --------------------------------------------
     def schema_ledger(self) -> list[tuple[int, str, str]]:
         rows = self._db.execute("SELECT version, name, digest FROM schema_migrations ORDER BY version").fetchall()
         return [(int(row[0]), str(row[1]), str(row[2])) for row in rows]

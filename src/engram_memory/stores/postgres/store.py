@@ -21,7 +21,7 @@ import psycopg
 from psycopg_pool import PoolTimeout
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.ports import TransientConflict
+from engram_memory.engine.ports.store import TransientConflict
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, is_transient, open_pool
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.queries import PostgresTx

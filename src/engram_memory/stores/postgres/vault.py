@@ -16,7 +16,7 @@ import psycopg
 from psycopg_pool import PoolTimeout
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.ports import RevocationRow, Scope, WrappedKey
+from engram_memory.engine.ports.store import RevocationRow, Scope, WrappedKey
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
 from engram_memory.stores.postgres.migrate import VAULT_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.store import CONNECT_TIMEOUT_S, SchemaNotCurrent

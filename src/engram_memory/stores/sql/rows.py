@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from engram_memory.engine.ports import Actor, CandidateRow, ConfirmationRow, JournalEvent, RecordRow, Scope
+from engram_memory.engine.ports.store import Actor, CandidateRow, ConfirmationRow, JournalEvent, RecordRow, Scope
 
 EVENT_COLUMNS = "cursor, event_id, kind, at_ms, body, prev_digest, event_digest, affects_records"
 CANDIDATE_COLUMNS = (

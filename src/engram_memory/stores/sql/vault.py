@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from engram_memory.engine.ports import KeyVault, Scope, WrappedKey
+from engram_memory.engine.ports.store import KeyVault, Scope, WrappedKey
 
 
 @dataclass(frozen=True, slots=True)

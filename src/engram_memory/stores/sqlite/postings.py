@@ -15,9 +15,9 @@ import itertools
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from engram_memory.engine.ports import Scope
-from engram_memory.engine.ranking import FIELDS, IMPACT_SCALE, idf, term_impacts
-from engram_memory.engine.text import STOP_WORDS, stem
+from engram_memory.engine.ports.store import Scope
+from engram_memory.engine.recall.ranking import FIELDS, IMPACT_SCALE, idf, term_impacts
+from engram_memory.engine.recall.text import STOP_WORDS, stem
 
 # Postings read per query term: a term held by fewer memories is read whole.
 TERM_DEPTH = 5000

@@ -12,11 +12,11 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engram_memory.engine.ports import IndexedDoc, Scope
-from engram_memory.engine.ports_operations import IndexEntry
-from engram_memory.engine.ranking import FIELD_WEIGHTS, FIELDS
+from engram_memory.engine.ports.operations import IndexEntry
+from engram_memory.engine.ports.store import IndexedDoc, Scope
+from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
-from engram_memory.stores.sql.queries import SqlTx
+from engram_memory.stores.sql.queries.transaction import SqlTx
 from engram_memory.stores.sqlite import postings
 
 FTS_COLUMNS = tuple(f"f_{name}" for name in FIELDS)

@@ -10,8 +10,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from engram_memory.engine.ports import Scope, ScopeHead
-from engram_memory.engine.ranking import FIELDS
+from engram_memory.engine.ports.store import Scope, ScopeHead
+from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.sqlite.queries import SQLiteTx
 
 # The full-text index and its shadow tables, and the embeddings: derived from plaintext, so never

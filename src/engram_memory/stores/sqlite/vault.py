@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.ports import RevocationRow, Scope, WrappedKey
+from engram_memory.engine.ports.store import RevocationRow, Scope, WrappedKey
 from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
 from engram_memory.stores.sqlite.migrate import migrate
 

@@ -1,0 +1,92 @@
+"""The admission decision (SPEC §4, §8): accept, reject, send to a human, or point at a duplicate.
+
+Pure: the caller gathers the facts (including the duplicate and tombstone look-ups) inside its
+transaction. The agent can never supply a decision, only ask for one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from engram_memory.engine.admission.policy import AdmissionPolicy
+
+
+class Verdict(StrEnum):
+    ACCEPT = "accept"
+    REJECT = "reject"
+    ADJUDICATE = "adjudication_required"
+    DUPLICATE = "duplicate"
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateFacts:
+    """What the policy may look at: sizes, counts, detector categories, and who captured it.
+
+    Who captured it comes from the host's binding at capture time (trust class included), never
+    from the agent's arguments.
+    """
+
+    size_bytes: int
+    citation_count: int
+    has_attestation: bool
+    secret_categories: tuple[str, ...]
+    principal: str = ""
+    agent_id: str = ""
+    trust_class: str = "asserted"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    policy_id: str
+    policy_version: int
+    policy_digest: str
+    duplicate_of: str | None = None
+
+
+def decide(
+    policy: AdmissionPolicy,
+    facts: CandidateFacts,
+    *,
+    duplicate_of: str | None,
+    tombstoned: bool,
+) -> Decision:
+    """Ordinary rejections come first and stay rejections; only a would-be acceptance is rerouted.
+
+    The tombstone guard turns an acceptance of forgotten content into a human decision, so an agent
+    cannot quietly bring back what someone chose to forget.
+    """
+
+    def verdict(kind: Verdict, *reasons: str, duplicate: str | None = None) -> Decision:
+        return Decision(kind, reasons, policy.policy_id, policy.version, policy.digest, duplicate)
+
+    rejections = rejection_reasons(policy, facts)
+    if rejections:
+        return verdict(Verdict.REJECT, *rejections)
+    if duplicate_of is not None:
+        return verdict(Verdict.DUPLICATE, "duplicate_exact", duplicate=duplicate_of)
+    if tombstoned:
+        return verdict(Verdict.ADJUDICATE, "tombstone_guard")
+    if policy.mode == "review":
+        # The host vouched for these in advance; the table means nothing in mode "auto".
+        trusted = policy.auto_accept.matches(
+            principal=facts.principal, agent_id=facts.agent_id, trust_class=facts.trust_class
+        )
+        if trusted:
+            return verdict(Verdict.ACCEPT, *trusted)
+        return verdict(Verdict.ADJUDICATE, "review_mode")
+    return verdict(Verdict.ACCEPT, "policy_checks_passed")
+
+
+def rejection_reasons(policy: AdmissionPolicy, facts: CandidateFacts) -> list[str]:
+    """The ordinary rejection rules alone; a human reviewer cannot accept past them either."""
+    rejections = [f"secret:{category}" for category in facts.secret_categories]
+    if facts.size_bytes > policy.max_payload_bytes:
+        rejections.append("size")
+    if facts.citation_count < policy.min_citations:
+        rejections.append("citations")
+    if policy.require_attestation and not facts.has_attestation:
+        rejections.append("attestation")
+    return rejections

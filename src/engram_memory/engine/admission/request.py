@@ -1,0 +1,230 @@
+"""Request admission (SPEC §4, §8): the host's policy decides, the engine applies it atomically.
+
+Accepting re-seals the body under the new record's own data key, indexes it, and destroys the
+candidate's copy, so exactly one readable body exists. Rejecting destroys the candidate's key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.ids import new_record_id
+from engram_memory.contract.instants import parse_instant
+from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
+from engram_memory.contract.tools import Tool
+from engram_memory.engine import journal
+from engram_memory.engine.admission.decision import CandidateFacts, Decision, Verdict, decide, rejection_reasons
+from engram_memory.engine.admission.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
+from engram_memory.engine.calls import Call
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.idempotency import replayed_response
+from engram_memory.engine.lifecycle.gate import GateRequest, check_gate, consume
+from engram_memory.engine.lifecycle.tombstone_guard import candidate_fingerprints, guard_key
+from engram_memory.engine.mutation import append_event, head_of, remember_response, run_mutation
+from engram_memory.engine.ports.store import CandidateRow, JournalEvent, RecordRow, StoreTx
+from engram_memory.engine.projection import add_index_entry
+from engram_memory.engine.recall.semantic import index_vector
+from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
+from engram_memory.engine.sealing.bodies import read_body
+from engram_memory.engine.sealing.seal import seal
+
+# verdict -> (journal event, candidate state, waiting for a human)
+_EFFECTS = {
+    Verdict.ACCEPT: (journal.CANDIDATE_ACCEPTED, CandidateState.ACCEPTED_CURRENT, False),
+    Verdict.DUPLICATE: (journal.CANDIDATE_DUPLICATE, CandidateState.ACCEPTED_CURRENT, False),
+    Verdict.REJECT: (journal.CANDIDATE_REJECTED, CandidateState.REJECTED, False),
+    Verdict.ADJUDICATE: (journal.CANDIDATE_ADJUDICATION, CandidateState.PENDING, True),
+}
+_CANDIDATE_BODY_ENDED = frozenset({"accepted", "rejected", "duplicate_exact"})
+_PLAINTEXT_LIVES_ON = frozenset({"accepted", "duplicate_exact"})
+_STATUS = {
+    Verdict.ACCEPT: "accepted",
+    Verdict.REJECT: "rejected",
+    Verdict.ADJUDICATE: "pending_adjudication",
+    Verdict.DUPLICATE: "duplicate_exact",
+}
+
+
+def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, ILLEGAL_TRANSITION, DIGEST_CONFLICT,
+    POLICY_UNAVAILABLE, POLICY_STALE, gate_failed (when required), BLOB_MISSING, STORE_UNAVAILABLE,
+    MUTATION_OUTCOME_UNKNOWN."""
+    policy = deps.policies.current()
+
+    def destroy_candidate_key(result: dict[str, Any]) -> dict[str, Any]:
+        # Once decided (other than by a human later), the candidate's own key has no body left to open.
+        # Admitted content lives on in a record, so its old key only needs retiring; rejected content
+        # (a secret, say) must leave the disk now.
+        status = result["outcome"]["status"]
+        if status in _PLAINTEXT_LIVES_ON:
+            deps.vault.retire([arguments["candidate_id"]], deps.clock.now_ms())
+        elif status in _CANDIDATE_BODY_ENDED:
+            deps.vault.destroy([arguments["candidate_id"]], deps.clock.now_ms())
+        return result
+
+    return run_mutation(
+        deps,
+        Tool.REQUEST_ADMISSION,
+        arguments,
+        lambda tx, op_digest: _admit(deps, tx, call, arguments, policy, op_digest),
+        after_commit=destroy_candidate_key,
+    )
+
+
+def _admit(
+    deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], policy: AdmissionPolicy, op_digest: str
+) -> dict[str, Any] | None:
+    scope, key, candidate_id = call.scope, arguments["idempotency_key"], arguments["candidate_id"]
+    prior = replayed_response(tx.get_idempotency(scope, call.binding.principal, key), Tool.REQUEST_ADMISSION, op_digest)
+    if prior is not None:
+        return {"outcome": prior["outcome"], "replayed": True}
+    candidate = tx.get_candidate(scope, candidate_id)
+    if candidate is None:
+        raise ContractError(ErrorCode.NOT_FOUND)
+    candidate_transition(Operation.ACCEPT, CandidateState(candidate.state))
+    gate_pass = None
+    if call.binding.confirm_mutations:
+        summary = {"operation": "request_admission", "candidate_id": candidate_id}
+        request = GateRequest(scope, call.actor, Tool.REQUEST_ADMISSION.value, candidate_id, op_digest, None, summary)
+        gate_pass = check_gate(tx, request, call.now_ms)
+        if gate_pass is None:
+            return None
+
+    plaintext: bytes | None = None
+    if candidate.adjudication:
+        decision = Decision(Verdict.ADJUDICATE, ("awaiting_review",), policy.policy_id, policy.version, policy.digest)
+    else:
+        facts = candidate_facts(candidate)
+        duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
+        tombstoned = False
+        if duplicate_of is None and not rejection_reasons(policy, facts):
+            # Only a would-be acceptance needs the text: it is compared with what the scope forgot.
+            plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
+            tombstoned = is_forgotten(deps, tx, candidate, json.loads(plaintext)["payload"])
+        decision = decide(policy, facts, duplicate_of=duplicate_of, tombstoned=tombstoned)
+    decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
+    events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext)
+
+    # The decision must still be the policy in force, and fresh, when it commits.
+    if deps.policies.current().digest != policy.digest or deps.clock.now_ms() - call.now_ms > DECISION_MAX_AGE_MS:
+        raise ContractError(ErrorCode.POLICY_STALE)
+    if gate_pass is not None:
+        consume(tx, gate_pass, deps.clock.now_ms())
+
+    outcome: dict[str, Any] = {"status": _STATUS[decision.verdict], "candidate_id": candidate_id}
+    if record_id is not None:
+        outcome["record_id"] = record_id
+    outcome["cursor"] = events[-1].cursor if events else head_of(tx, call).cursor
+    outcome["decision_receipt_digest"] = decision_digest
+    outcome["transaction_receipt_digest"] = transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, key, events)
+    remember_response(tx, call, Tool.REQUEST_ADMISSION, arguments, op_digest, candidate_id, {"outcome": outcome})
+    return {"outcome": outcome, "replayed": False}
+
+
+def candidate_facts(candidate: CandidateRow) -> CandidateFacts:
+    """The policy's view of a candidate; who captured it is what the host's binding said then."""
+    return CandidateFacts(
+        size_bytes=candidate.size_bytes,
+        citation_count=candidate.citation_count,
+        has_attestation=candidate.has_attestation,
+        secret_categories=candidate.secret_categories,
+        principal=candidate.actor.principal,
+        agent_id=candidate.actor.agent_id,
+        trust_class=candidate.trust_class,
+    )
+
+
+def is_forgotten(deps: Deps, tx: StoreTx, candidate: CandidateRow, payload: Mapping[str, Any]) -> bool:
+    """Whether the candidate's content is what its scope forgot (engine/lifecycle/tombstone_guard.py)."""
+    fingerprints = candidate_fingerprints(guard_key(deps.cursor_key), candidate.payload_digest, payload)
+    return tx.is_tombstoned(candidate.scope, fingerprints)
+
+
+def _apply(
+    deps: Deps,
+    tx: StoreTx,
+    call: Call,
+    candidate: CandidateRow,
+    decision: Decision,
+    decision_digest: str,
+    plaintext: bytes | None,
+) -> tuple[list[JournalEvent], str | None]:
+    """Writes the decision's effects; returns the events appended and the record id, if any."""
+    scope, candidate_id = call.scope, candidate.candidate_id
+    if candidate.adjudication:
+        return [], None
+    data: dict[str, Any] = {
+        "candidate_id": candidate_id,
+        "payload_digest": candidate.payload_digest,
+        "decision_receipt_digest": decision_digest,
+        "policy_id": decision.policy_id,
+        "policy_version": decision.policy_version,
+        "reasons": list(decision.reasons),
+    }
+    kind, state, adjudication = _EFFECTS[decision.verdict]
+    record_id = new_record_id() if decision.verdict is Verdict.ACCEPT else decision.duplicate_of
+    if record_id is not None:
+        data["record_id"] = record_id
+    event = append_event(tx, call, kind, data)
+    if decision.verdict is Verdict.ACCEPT and record_id is not None:
+        create_record(deps, tx, candidate, record_id, event.cursor, call.now_ms, plaintext=plaintext)
+    elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
+        tx.destroy_body(scope, candidate_id)
+    tx.update_candidate(
+        scope,
+        candidate_id,
+        state=state.value,
+        adjudication=adjudication,
+        record_id=record_id,
+        review_reasons=decision.reasons if adjudication else (),
+    )
+    return [event], record_id
+
+
+def create_record(
+    deps: Deps,
+    tx: StoreTx,
+    candidate: CandidateRow,
+    record_id: str,
+    cursor: int,
+    at_ms: int,
+    *,
+    plaintext: bytes | None = None,
+) -> None:
+    """The accepted candidate becomes a record: re-sealed under its own key, indexed, candidate body gone.
+
+    Shared by the admission policy and the host's review queue; `plaintext` is the candidate's body when
+    the caller opened it already. Raises ContractError BLOB_MISSING.
+    """
+    scope = candidate.scope
+    if plaintext is None:
+        plaintext = read_body(deps, tx, scope, candidate.candidate_id, "candidate")
+    payload = json.loads(plaintext)["payload"]
+    expires_at = payload["retention"].get("expires_at")
+    tx.insert_record(
+        RecordRow(
+            scope=scope,
+            record_id=record_id,
+            candidate_id=candidate.candidate_id,
+            state=RecordState.ACCEPTED_CURRENT.value,
+            payload_digest=candidate.payload_digest,
+            valid_from_ms=payload["valid_time"]["t"],
+            valid_to_ms=payload["valid_time"].get("t_end"),
+            expires_at_ms=None if expires_at is None else parse_instant(expires_at),
+            admitted_at_ms=at_ms,
+            state_cursor=cursor,
+            actor=candidate.actor,
+            captured_at_ms=candidate.captured_at_ms,
+            trust_class=candidate.trust_class,
+        )
+    )
+    tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
+    tx.destroy_body(scope, candidate.candidate_id)
+    add_index_entry(tx, scope, record_id, payload)
+    if deps.indexer is not None:
+        deps.indexer.schedule(scope, record_id, payload)
+    else:
+        index_vector(deps.semantic, tx, scope, record_id, payload)

@@ -1,0 +1,227 @@
+"""The host's review queue (SPEC §8, §12): a human decides what the admission policy left to a person.
+
+Host path only. Each decision is one write transaction journaled in the candidate's own scope with the
+host as actor, and it rewrites the agent's recorded `pending_adjudication` answers so that the agent's
+replay of its own key returns the decision.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.ids import new_record_id
+from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
+from engram_memory.contract.tools import Tool
+from engram_memory.engine import journal
+from engram_memory.engine.admission.decision import Decision, Verdict, rejection_reasons
+from engram_memory.engine.admission.request import candidate_facts, create_record
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.mutation import append_event_as, host_actor
+from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
+from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
+from engram_memory.engine.sealing.bodies import read_body
+from engram_memory.engine.secrets import CATEGORIES, SecretFinding, scan_value
+
+HOST_REVIEW = "host_review"
+DEFAULT_QUEUE_LIMIT = 100
+_ALL_CATEGORIES = frozenset(CATEGORIES)
+
+# verdict -> (journal event, candidate state, the status the agent's replay returns)
+_EFFECTS = {
+    Verdict.ACCEPT: (journal.CANDIDATE_ACCEPTED, CandidateState.ACCEPTED_CURRENT, "accepted"),
+    Verdict.DUPLICATE: (journal.CANDIDATE_DUPLICATE, CandidateState.ACCEPTED_CURRENT, "duplicate_exact"),
+    Verdict.REJECT: (journal.CANDIDATE_REJECTED, CandidateState.REJECTED, "rejected"),
+}
+
+
+class ReviewError(Exception):
+    """A host-side refusal with a one-line reason (unknown id, not pending, the policy forbids it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateView:
+    """A pending candidate decrypted for the human, with every detector finding located in it."""
+
+    candidate: CandidateRow
+    payload: Mapping[str, Any]
+    evidence: Mapping[str, Any]
+    findings: tuple[SecretFinding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewDecision:
+    candidate: CandidateRow
+    status: str
+    reasons: tuple[str, ...]
+    record_id: str | None
+    cursor: int
+    event_id: str
+    decision_receipt_digest: str
+    decided_by: str
+    decided_at_ms: int
+    answers_rewritten: int
+    key_destroyed: bool
+
+
+def review_queue(deps: Deps, *, include_unsent: bool = False, limit: int = DEFAULT_QUEUE_LIMIT) -> list[CandidateRow]:
+    """Metadata only, oldest first, across every scope. Raises ContractError STORE_UNAVAILABLE."""
+    with deps.store.read() as tx:
+        return tx.list_review_queue(include_unsent=include_unsent, limit=limit)
+
+
+def show_candidate(deps: Deps, candidate_id: str) -> CandidateView:
+    """Decrypts a pending candidate for the human and marks what the detector finds.
+
+    Every category is scanned, personal data included, whatever the policy enforces: the person
+    deciding should see everything a detector can point at. Raises ReviewError, ContractError
+    BLOB_MISSING or STORE_UNAVAILABLE.
+    """
+    with deps.store.read() as tx:
+        candidate = _find(tx, candidate_id)
+        if candidate.state != CandidateState.PENDING.value:
+            raise ReviewError(f"candidate {candidate_id} is {candidate.state}: its body is gone, nothing to show")
+        body = json.loads(read_body(deps, tx, candidate.scope, candidate_id, "candidate"))
+    findings = scan_value(body, categories=_ALL_CATEGORIES)
+    return CandidateView(candidate, body["payload"], body["evidence"], tuple(findings))
+
+
+def accept_candidate(deps: Deps, candidate_id: str, *, decided_by: str) -> ReviewDecision:
+    """A human accepts: a new searchable record, or the existing one when identical content is current.
+
+    Raises ReviewError (unknown, not pending, the policy's rejection rules forbid it), ContractError
+    POLICY_UNAVAILABLE, POLICY_STALE, BLOB_MISSING, STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN.
+    """
+    return _decide(deps, candidate_id, accept=True, decided_by=decided_by)
+
+
+def reject_candidate(deps: Deps, candidate_id: str, *, decided_by: str) -> ReviewDecision:
+    """A human rejects: the body and its data key are destroyed. Raises as `accept_candidate`."""
+    return _decide(deps, candidate_id, accept=False, decided_by=decided_by)
+
+
+def _find(tx: StoreTx, candidate_id: str) -> CandidateRow:
+    candidate = tx.find_candidate(candidate_id)
+    if candidate is None:
+        raise ReviewError(f"no such candidate: {candidate_id}")
+    return candidate
+
+
+def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str) -> ReviewDecision:
+    policy = deps.policies.current()
+    now_ms = deps.clock.now_ms()
+    with deps.store.write() as tx:
+        candidate = _find(tx, candidate_id)
+        try:
+            candidate_transition(Operation.ACCEPT if accept else Operation.REJECT, CandidateState(candidate.state))
+        except ContractError as exc:
+            raise ReviewError(f"{exc.code.value}: candidate {candidate_id} is {candidate.state}, not pending") from exc
+        scope = candidate.scope
+        duplicate_of = None
+        if accept:
+            # A person may overrule the tombstone guard and review mode, never the rejection rules:
+            # a secret must not reach the index because someone clicked accept.
+            refused = rejection_reasons(policy, candidate_facts(candidate))
+            if refused:
+                raise ReviewError(
+                    f"the policy rejects candidate {candidate_id} ({', '.join(refused)}): reject it instead"
+                )
+            duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
+        if not accept:
+            decision = Decision(Verdict.REJECT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest)
+        elif duplicate_of is not None:
+            decision = Decision(
+                Verdict.DUPLICATE,
+                (HOST_REVIEW, "duplicate_exact"),
+                policy.policy_id,
+                policy.version,
+                policy.digest,
+                duplicate_of,
+            )
+        else:
+            decision = Decision(Verdict.ACCEPT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest)
+        decision_digest = decision_receipt_digest(candidate_id, decision, now_ms)
+        event, record_id = _apply(deps, tx, candidate, decision, decision_digest, decided_by, now_ms)
+
+        # The decision names the policy in force: it must still be in force when it commits.
+        if deps.policies.current().digest != policy.digest:
+            raise ContractError(ErrorCode.POLICY_STALE)
+        status = _EFFECTS[decision.verdict][2]
+        rewritten = _rewrite_answers(tx, candidate, status, record_id, event, decision_digest)
+    # The body is gone in the committed state; now its key and the erased pages go too.
+    key_destroyed = deps.vault.destroy([candidate_id], deps.clock.now_ms())
+    deps.store.erase_physically()
+    return ReviewDecision(
+        candidate=candidate,
+        status=status,
+        reasons=decision.reasons,
+        record_id=record_id,
+        cursor=event.cursor,
+        event_id=event.event_id,
+        decision_receipt_digest=decision_digest,
+        decided_by=decided_by,
+        decided_at_ms=now_ms,
+        answers_rewritten=rewritten,
+        key_destroyed=key_destroyed,
+    )
+
+
+def _apply(
+    deps: Deps,
+    tx: StoreTx,
+    candidate: CandidateRow,
+    decision: Decision,
+    decision_digest: str,
+    decided_by: str,
+    now_ms: int,
+) -> tuple[JournalEvent, str | None]:
+    """Journals the decision in the candidate's own scope and writes its effects; returns the event."""
+    scope, candidate_id = candidate.scope, candidate.candidate_id
+    kind, state, _ = _EFFECTS[decision.verdict]
+    record_id = new_record_id() if decision.verdict is Verdict.ACCEPT else decision.duplicate_of
+    data: dict[str, Any] = {
+        "candidate_id": candidate_id,
+        "payload_digest": candidate.payload_digest,
+        "decision_receipt_digest": decision_digest,
+        "policy_id": decision.policy_id,
+        "policy_version": decision.policy_version,
+        "reasons": list(decision.reasons),
+    }
+    if record_id is not None:
+        data["record_id"] = record_id
+    event = append_event_as(tx, scope, host_actor(decided_by), now_ms, kind, data)
+    if decision.verdict is Verdict.ACCEPT and record_id is not None:
+        create_record(deps, tx, candidate, record_id, event.cursor, now_ms)
+    else:
+        tx.destroy_body(scope, candidate_id)
+    tx.update_candidate(scope, candidate_id, state=state.value, adjudication=False, record_id=record_id)
+    return event, record_id
+
+
+def _rewrite_answers(
+    tx: StoreTx,
+    candidate: CandidateRow,
+    status: str,
+    record_id: str | None,
+    event: JournalEvent,
+    decision_digest: str,
+) -> int:
+    """Every earlier `pending_adjudication` answer for this candidate now replays the human's decision.
+
+    Each keeps its own transaction receipt: it binds that agent's key to the event that decided it.
+    """
+    answers = tx.pending_admission_answers(candidate.scope, candidate.candidate_id)
+    for answer in answers:
+        outcome: dict[str, Any] = {"status": status, "candidate_id": candidate.candidate_id}
+        if record_id is not None:
+            outcome["record_id"] = record_id
+        outcome["cursor"] = event.cursor
+        outcome["decision_receipt_digest"] = decision_digest
+        outcome["transaction_receipt_digest"] = transaction_receipt_digest(
+            Tool.REQUEST_ADMISSION.value, answer.key, [event]
+        )
+        tx.rewrite_admission_answer(answer.scope, answer.principal, answer.key, {"outcome": outcome})
+    return len(answers)

@@ -1,0 +1,244 @@
+"""The engine's ports: what it needs from a store, a key vault, a key ring, a policy source and a clock.
+
+Stores implement `Store`; every engine rule lives above this line, so SQLite and PostgreSQL only
+persist and fetch. The transaction protocol is assembled from one protocol per concern (agent
+calls here; review, maintenance and operations in their own modules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports.maintenance import MaintenanceTx
+from engram_memory.engine.ports.operations import OperationsTx
+from engram_memory.engine.ports.review import ReviewTx
+from engram_memory.engine.ports.rows import (
+    Actor,
+    AuditRow,
+    CandidateRow,
+    ConfirmationRow,
+    IdempotencyRow,
+    IndexedDoc,
+    IndexStats,
+    JournalEvent,
+    RecordRow,
+    RevocationRow,
+    Scope,
+    ScopeHead,
+    SealedBody,
+    StoredVector,
+    UnembeddedRecord,
+    WrappedKey,
+)
+
+__all__ = [
+    "Actor",
+    "AuditRow",
+    "CandidateRow",
+    "Clock",
+    "ConfirmationRow",
+    "CoreTx",
+    "IdempotencyRow",
+    "IndexStats",
+    "IndexedDoc",
+    "JournalEvent",
+    "KeyRing",
+    "KeyVault",
+    "RecordRow",
+    "RevocationRow",
+    "Scope",
+    "ScopeHead",
+    "SealedBody",
+    "Store",
+    "StoreTx",
+    "StoredVector",
+    "TransientConflict",
+    "UnembeddedRecord",
+    "WrappedKey",
+]
+
+
+class TransientConflict(ContractError):
+    """The store rolled a transaction back only because a concurrent one conflicted with it.
+
+    PostgreSQL reports these as serialization failures and deadlocks (SQLSTATE 40001, 40P01). Nothing
+    was written, so the same body may simply run again (engine/mutation.py does, a bounded number of
+    times); a caller that does not retry sees what it is: STORE_UNAVAILABLE, retriable.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(ErrorCode.STORE_UNAVAILABLE)
+
+
+class CoreTx(Protocol):
+    """What the six agent tools need of one transaction."""
+
+    # journal
+    def head(self, scope: Scope) -> ScopeHead | None: ...
+    def append_event(self, event: JournalEvent) -> None: ...
+    def events(self, scope: Scope) -> Iterator[JournalEvent]: ...
+
+    # candidates and records
+    def insert_candidate(self, row: CandidateRow) -> None: ...
+    def get_candidate(self, scope: Scope, candidate_id: str) -> CandidateRow | None: ...
+    def update_candidate(
+        self,
+        scope: Scope,
+        candidate_id: str,
+        *,
+        state: str,
+        adjudication: bool,
+        record_id: str | None,
+        review_reasons: Sequence[str] = (),
+    ) -> None: ...
+    def insert_record(self, row: RecordRow) -> None: ...
+    def get_record(self, scope: Scope, record_id: str) -> RecordRow | None: ...
+    def set_record_state(self, scope: Scope, record_id: str, state: str, cursor: int) -> None: ...
+    def find_record_by_digest(self, scope: Scope, payload_digest: str, state: str) -> str | None: ...
+
+    # sealed bodies (each with its own wrapped data key)
+    def put_body(self, scope: Scope, owner_id: str, body: SealedBody) -> None: ...
+    def get_body(self, scope: Scope, owner_id: str) -> SealedBody | None: ...
+    def destroy_body(self, scope: Scope, owner_id: str) -> bool: ...
+    def ended_owners(self, owner_ids: Sequence[str]) -> set[str]:
+        """Owners the store knows whose body it no longer holds (their key may go)."""
+        ...
+
+    # lexical index of accepted_current records
+    def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str], *, tokenizer: str) -> None:
+        """Adds the record's entry (`fields`: space-joined tokens of `tokenizer`, engine/projection.py)."""
+        ...
+
+    def unindex_record(self, scope: Scope, record_id: str) -> bool: ...
+    def purge_index(self) -> None: ...
+    def index_stats(self, scope: Scope) -> IndexStats: ...
+    def lexical_candidates(
+        self, scope: Scope, terms: Sequence[str], *, valid_at_ms: int, limit: int
+    ) -> list[IndexedDoc]: ...
+    def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]: ...
+
+    # semantic index: one embedding per accepted_current record, dropped with its lexical entry
+    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> bool:
+        """Writes the record's embedding unless it already has one by `model` (an embedding by another
+        model is replaced) or is not accepted_current; True when it wrote."""
+        ...
+
+    def vectors(self, scope: Scope, model: str) -> list[StoredVector]:
+        """Every accepted_current record of the scope with an embedding by `model`, in rid order."""
+        ...
+
+    def records_without_vector(self, scope: Scope, model: str) -> list[UnembeddedRecord]:
+        """The scope's accepted_current records with no embedding by `model`, in rid order."""
+        ...
+
+    # tombstone fingerprints (keyed, never content: engine/lifecycle/tombstone_guard.py)
+    def add_tombstone(self, scope: Scope, fingerprints: Sequence[str], at_ms: int) -> None: ...
+    def is_tombstoned(self, scope: Scope, fingerprints: Sequence[str]) -> bool: ...
+
+    # idempotency
+    def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None: ...
+    def put_idempotency(self, row: IdempotencyRow) -> None: ...
+
+    # confirmations (host-visible queue)
+    def find_confirmations(
+        self, scope: Scope, principal: str, tool: str, target: str, operation_digest: str
+    ) -> list[ConfirmationRow]: ...
+    def insert_confirmation(self, row: ConfirmationRow) -> None: ...
+    def get_confirmation(self, confirmation_id: str) -> ConfirmationRow | None: ...
+    def list_confirmations(self, statuses: Sequence[str] | None) -> list[ConfirmationRow]: ...
+    def save_confirmation(self, row: ConfirmationRow) -> None: ...
+
+    # audit
+    def append_audit(self, row: AuditRow) -> None: ...
+
+
+class StoreTx(CoreTx, ReviewTx, MaintenanceTx, OperationsTx, Protocol):
+    """One transaction. Writes are only legal inside `Store.write()`."""
+
+
+class Store(Protocol):
+    def write(self, *, synced: bool = True) -> AbstractContextManager[StoreTx]:
+        """A serialised write transaction; ContractError STORE_UNAVAILABLE before commit,
+        MUTATION_OUTCOME_UNKNOWN when the commit itself fails, TransientConflict when the store
+        rolled it back for a concurrent transaction (the body may run again).
+
+        `synced=False` (audit rows only) commits without waiting for the disk: a power cut may lose
+        the last such rows, never a mutation, and the next synced commit carries them to disk."""
+        ...
+
+    def read(self) -> AbstractContextManager[StoreTx]:
+        """A consistent snapshot for reads; ContractError STORE_UNAVAILABLE on failure."""
+        ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Writes of this thread inside the block may share one commit (a host's import): each still
+        rolls back alone when it fails, none is durable before the block ends, and the end raises
+        MUTATION_OUTCOME_UNKNOWN when that commit fails. Stores may also commit each write alone."""
+        ...
+
+    def erase_physically(self) -> bool:
+        """Push erased bytes out of every file (WAL included); False when readers held it back."""
+        ...
+
+    @property
+    def index_name(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class KeyVault(Protocol):
+    """Where data keys and binding revocations live: outside the store and its backups.
+
+    Destroying a key here is final, and a revocation here survives any restore of the store.
+
+    Every method commits on its own: a key is put before the store commits the body it opens, and
+    destroyed after the store commits the change that ends the body, so a crash in between leaves
+    at worst a key without a body (swept later), never a body that lost its key.
+    """
+
+    def put(self, scope: Scope, owner_id: str, key: WrappedKey, at_ms: int) -> None: ...
+    def batch(self) -> AbstractContextManager[None]:
+        """Keys put inside the block may commit together when it ends, which must precede the store's
+        commit of the bodies they open; retire and destroy then wait for run_deferred."""
+        ...
+
+    def run_deferred(self) -> bool:
+        """Retires and destroys what the last batch set aside, once the store committed; True when done."""
+        ...
+
+    def get(self, scope: Scope, owner_id: str) -> WrappedKey | None: ...
+    def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        """True when none of the keys exists any more and the erased bytes left every file."""
+        ...
+
+    def retire(self, owner_ids: Sequence[str], at_ms: int) -> bool:
+        """Destroys keys whose plaintext lives on under another key (an admitted candidate's), without
+        forcing the erased bytes out of every file now: the next destroy does that. True when none of
+        the keys exists any more."""
+        ...
+
+    def shredded(self, owner_ids: Sequence[str]) -> set[str]: ...
+    def revoke(self, row: RevocationRow) -> RevocationRow:
+        """Idempotent: the revocation now on file (the first one, when the token was already revoked)."""
+        ...
+
+    def is_revoked(self, token_id: str) -> bool: ...
+    def revocation_count(self) -> int: ...
+    def owners_created_before(self, at_ms: int) -> list[str]: ...
+    def close(self) -> None: ...
+
+
+class KeyRing(Protocol):
+    """Key-encryption keys, kept outside the data store (host key file or a KMS)."""
+
+    @property
+    def active_kek_id(self) -> str: ...
+    def wrap(self, data_key: bytes) -> tuple[str, bytes]: ...
+    def unwrap(self, kek_id: str, wrapped: bytes) -> bytes: ...
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...

@@ -1,0 +1,278 @@
+"""Lexical relevance (BM25F over a memory's weighted fields) blended with recency, as pure arithmetic.
+
+Kept free of I/O so every score is reproducible from its inputs and the constants named in FORMULA_REF.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = [
+    "CHANNEL_WEIGHTS",
+    "DATE_BOOST",
+    "FIELDS",
+    "FIELD_WEIGHTS",
+    "FORMULA_REF",
+    "FREQUENT_MIN_DOCS",
+    "FREQUENT_SHARE",
+    "IMPACT_SCALE",
+    "K1",
+    "LEXICAL_SUBJECT_BOOST",
+    "MAX_QUERY_TERMS",
+    "MAX_RANKED_TERMS",
+    "RECENCY_HALF_LIFE_MS",
+    "RECENCY_WEIGHT",
+    "RRF_K",
+    "SUBJECT_BOOST",
+    "B",
+    "CorpusStats",
+    "Document",
+    "Scored",
+    "blend",
+    "bm25f",
+    "frequent_terms",
+    "hybrid_formula",
+    "idf",
+    "lexical_formula",
+    "rank",
+    "rarest_terms",
+    "recency",
+    "rrf",
+    "term_impacts",
+]
+
+FIELDS: tuple[str, ...] = ("primary", "decision", "evidence", "context", "citations")
+# What a memory asserts outweighs why, which outweighs its surroundings and its references.
+FIELD_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"primary": 3.0, "decision": 2.0, "evidence": 1.5, "context": 1.0, "citations": 0.5}
+)
+K1 = 1.2
+B = 0.75
+RECENCY_HALF_LIFE_MS = 30 * 24 * 3600 * 1000
+RECENCY_WEIGHT = 0.1
+
+# Reciprocal rank fusion of the lexical and semantic orders (SPEC §9), each channel's vote weighted.
+RRF_K = 60
+CHANNEL_WEIGHTS: tuple[float, ...] = (1.0, 1.0)  # (lexical, semantic): plain RRF (docs/decisions/0014)
+# A memory whose subject (first primary token) the query names gets its fused score times 1 + this.
+SUBJECT_BOOST = 0.3
+# A memory whose event time falls on a date the query names (engine/recall/timeref.py); tuned on the LoCoMo dev set.
+DATE_BOOST = 1.0
+LEXICAL_SUBJECT_BOOST = 1.0  # the same boost when the lexical channel ranks alone
+# A query term in at least this share of the scope's memories (given enough of them) is "frequent".
+FREQUENT_SHARE = 0.3
+FREQUENT_MIN_DOCS = 20
+# A query is a question, not a document: of a longer one, the first MAX_QUERY_TERMS distinct terms are
+# read, and the MAX_RANKED_TERMS rarest of them in the scope rank (8 KiB of Chinese is 5,000 terms; a
+# question, 20 to 80). The bound keeps a pasted page from costing thousands of postings lists.
+MAX_QUERY_TERMS = 1024
+MAX_RANKED_TERMS = 256
+
+_MS_PER_DAY = 24 * 3600 * 1000
+_SCORE_DECIMALS = 9
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+FORMULA_REF: str = (
+    f"bm25f(k1={_num(K1)},b={_num(B)},"
+    + ",".join(f"{name}={_num(FIELD_WEIGHTS[name])}" for name in FIELDS)
+    + f")*({_num(1 - RECENCY_WEIGHT)}+{_num(RECENCY_WEIGHT)}"
+    + f"*recency(half_life={_num(RECENCY_HALF_LIFE_MS / _MS_PER_DAY)}d))"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    """The scope-wide numbers BM25 needs, computed by the caller over exactly the documents searched."""
+
+    doc_count: int
+    avg_field_len: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A candidate reduced to what scoring reads: its id and its tokens per field."""
+
+    doc_id: str
+    fields: Mapping[str, Sequence[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A ranked result; the score is rounded to 9 decimals so float noise below that cannot reorder ties."""
+
+    doc_id: str
+    score: float
+
+
+def idf(df: int, doc_count: int) -> float:
+    """Rare terms say more; the +1 form keeps very common terms at a small positive weight, never negative."""
+    n = max(doc_count, 0)
+    df = min(max(df, 0), n)
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _unique(terms: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(terms))
+
+
+def _score(terms: Sequence[str], idfs: Sequence[float], doc: Document, stats: CorpusStats) -> float:
+    """Shared by bm25f and rank so a ranked score is exactly the documented one; idf comes precomputed."""
+    # Each field's counts once (Counter runs in C): counting per term made a long query over long
+    # fields cost terms x tokens, the bulk of a CJK search whose bigrams make both long.
+    norms: list[tuple[float, float, Counter[str]]] = []
+    for name in FIELDS:
+        tokens = doc.fields.get(name, ())
+        if not tokens:
+            continue
+        avg_len = stats.avg_field_len.get(name, 0.0)
+        norm = 1.0 - B + B * len(tokens) / avg_len if avg_len > 0 else 1.0 - B + B
+        norms.append((FIELD_WEIGHTS[name], norm, Counter(tokens)))
+    score = 0.0
+    for term, term_idf in zip(terms, idfs, strict=True):
+        tf = 0.0
+        for weight, norm, counts in norms:
+            count = counts.get(term, 0)
+            if count:
+                tf += weight * count / norm
+        if tf > 0.0:
+            score += term_idf * tf / (K1 + tf)
+    return score
+
+
+def _idfs(terms: Sequence[str], df: Mapping[str, int], doc_count: int) -> list[float]:
+    # A term is only scored where a document contains it, so its df is at least 1 even if the caller's
+    # statistics lag behind; that keeps idf finite and consistent with what was observed.
+    return [idf(max(df.get(term, 0), 1), doc_count) for term in terms]
+
+
+def bm25f(terms: Sequence[str], doc: Document, df: Mapping[str, int], stats: CorpusStats) -> float:
+    """Simple BM25F: weights apply before saturation, so a term repeated across fields still saturates."""
+    unique = _unique(terms)
+    return _score(unique, _idfs(unique, df, stats.doc_count), doc, stats)
+
+
+# Impacts order a term's postings for candidate generation (stores may keep them). They must be a pure
+# function of one memory's fields, so a posting can be found again to delete it: lengths are normalised
+# against fixed reference lengths (in tokens) rather than the scope's averages, which drift.
+IMPACT_SCALE = 1_000_000
+_REFERENCE_LEN: Mapping[str, float] = MappingProxyType(
+    {"primary": 24.0, "decision": 12.0, "evidence": 24.0, "context": 48.0, "citations": 4.0}
+)
+
+
+def term_impacts(fields: Mapping[str, str]) -> dict[str, int]:
+    """Each distinct token's saturated, field-weighted frequency in this memory, scaled to an integer:
+    the share of a term's idf the memory would earn under BM25F at reference lengths."""
+    weighted: dict[str, float] = {}
+    for name in FIELDS:
+        tokens = fields.get(name, "").split()
+        if not tokens:
+            continue
+        share = FIELD_WEIGHTS[name] / (1.0 - B + B * len(tokens) / _REFERENCE_LEN[name])
+        for token in tokens:
+            weighted[token] = weighted.get(token, 0.0) + share
+    return {token: max(1, round(IMPACT_SCALE * tf / (K1 + tf))) for token, tf in weighted.items()}
+
+
+def recency(age_ms: int, half_life_ms: int = RECENCY_HALF_LIFE_MS) -> float:
+    """Older memories fade smoothly rather than falling off a cliff; future timestamps count as brand new."""
+    if half_life_ms <= 0:
+        raise ValueError(f"half_life_ms must be positive, got {half_life_ms}")
+    return math.pow(0.5, max(age_ms, 0) / half_life_ms)
+
+
+def blend(relevance: float, recency_value: float, weight: float = RECENCY_WEIGHT) -> float:
+    """Recency discounts relevance by at most ``weight``: it reorders near-ties but never invents a match."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"weight must be within [0, 1], got {weight}")
+    return relevance * ((1.0 - weight) + weight * recency_value)
+
+
+def rank(
+    terms: Sequence[str],
+    docs: Sequence[Document],
+    df: Mapping[str, int],
+    stats: CorpusStats,
+    *,
+    ages_ms: Mapping[str, int],
+) -> list[Scored]:
+    """One deterministic total order (score, then id) so identical searches page identically."""
+    unique = _unique(terms)
+    idfs = _idfs(unique, df, stats.doc_count)
+    scored: list[Scored] = []
+    for doc in docs:
+        relevance = _score(unique, idfs, doc, stats)
+        if relevance == 0.0:
+            continue
+        value = round(blend(relevance, recency(ages_ms[doc.doc_id])), _SCORE_DECIMALS)
+        scored.append(Scored(doc.doc_id, value))
+    scored.sort(key=lambda s: (-s.score, s.doc_id))
+    return scored
+
+
+def rrf(orders: Sequence[Sequence[str]], *, weights: Sequence[float], k: int = RRF_K) -> dict[str, float]:
+    """Sum over channels of weight / (k + rank); a document a channel did not return gets nothing from it.
+
+    Rank-based, so channels whose scores live on different scales (BM25F, cosine) fuse without calibration.
+    """
+    fused: dict[str, float] = {}
+    for order, weight in zip(orders, weights, strict=True):
+        for position, doc_id in enumerate(order, start=1):
+            fused[doc_id] = fused.get(doc_id, 0.0) + weight / (k + position)
+    return fused
+
+
+def frequent_terms(terms: Sequence[str], df: Mapping[str, int], doc_count: int) -> frozenset[str]:
+    """Query terms so common in the scope that they cannot tell its memories apart (none in a small scope)."""
+    if doc_count < FREQUENT_MIN_DOCS:
+        return frozenset()
+    return frozenset(term for term in terms if df.get(term, 0) >= FREQUENT_SHARE * doc_count)
+
+
+def rarest_terms(terms: Sequence[str], df: Mapping[str, int]) -> list[str]:
+    """At most MAX_RANKED_TERMS of the terms, in query order: the rarest the scope holds first (a term
+    no memory holds adds nothing to any score), ties by position."""
+    if len(terms) <= MAX_RANKED_TERMS:
+        return list(terms)
+
+    def rarity(position: int) -> tuple[bool, int, int]:
+        docs = df.get(terms[position], 0)
+        return (docs == 0, docs, position)
+
+    kept = sorted(sorted(range(len(terms)), key=rarity)[:MAX_RANKED_TERMS])
+    return [terms[position] for position in kept]
+
+
+def _frequent() -> str:
+    return (
+        f"[frequent>={_num(FREQUENT_SHARE)}*docs>={FREQUENT_MIN_DOCS}]"
+        f"[terms<={MAX_QUERY_TERMS},rarest<={MAX_RANKED_TERMS}]"
+    )
+
+
+def lexical_formula() -> str:
+    """The lexical profile's formula: BM25F over the telling terms, the subject and date boosts, recency."""
+    bm25f_term, recency_term = FORMULA_REF.split(")*(", 1)
+    return (
+        f"{bm25f_term}){_frequent()}*subject(1+{_num(LEXICAL_SUBJECT_BOOST)})*date(1+{_num(DATE_BOOST)})"
+        f"*({recency_term}"
+    )
+
+
+def hybrid_formula(model_id: str, context_weight: float) -> str:
+    """The hybrid profile's formula: fusion of its channels, the subject and date boosts, recency."""
+    bm25f_term, recency_term = FORMULA_REF.split(")*(", 1)
+    weights = ",".join(_num(w) for w in CHANNEL_WEIGHTS)
+    return (
+        f"rrf(k={RRF_K},weights=[{weights}];{bm25f_term}){_frequent()};"
+        f"cosine({model_id},primary+{_num(context_weight)}*context))"
+        f"*subject(1+{_num(SUBJECT_BOOST)})*date(1+{_num(DATE_BOOST)})*({recency_term}"
+    )

@@ -1,0 +1,421 @@
+"""Search and get (SPEC §4, §9): only accepted_current records of the bound scope, with receipts.
+
+A ranking is a pure function of the pinned state (the scope's records cursor and the valid-time
+as-of), so page two recomputes page one's order exactly; a cursor from any other state is STALE_PAGE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram_memory.contract.canonical import (
+    PACKET_DOMAIN,
+    RANK_ORDER_DOMAIN,
+    RANK_RECEIPT_DOMAIN,
+    RANK_REQUEST_DOMAIN,
+    READ_RECEIPT_DOMAIN,
+    RESPONSE_DOMAIN,
+    REVALIDATION_DOMAIN,
+    canonical_json,
+    digest,
+)
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.instants import format_instant
+from engram_memory.contract.states import RecordState
+from engram_memory.contract.tools import Tool
+from engram_memory.engine import journal
+from engram_memory.engine.admission.policy import AdmissionPolicy
+from engram_memory.engine.calls import Call
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.ports.store import IndexedDoc, RecordRow, StoreTx
+from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest
+from engram_memory.engine.recall.cursors import mint_cursor, open_cursor
+from engram_memory.engine.recall.ranking import (
+    CHANNEL_WEIGHTS,
+    DATE_BOOST,
+    FIELDS,
+    LEXICAL_SUBJECT_BOOST,
+    MAX_QUERY_TERMS,
+    SUBJECT_BOOST,
+    CorpusStats,
+    Document,
+    Scored,
+    blend,
+    frequent_terms,
+    hybrid_formula,
+    lexical_formula,
+    rank,
+    rarest_terms,
+    recency,
+    rrf,
+)
+from engram_memory.engine.recall.reindex import is_stale
+from engram_memory.engine.recall.semantic import (
+    CONTEXT_WEIGHT,
+    SEMANTIC_POOL,
+    CatchUp,
+    Embedded,
+    VectorCache,
+    semantic_query,
+    to_bytes,
+)
+from engram_memory.engine.recall.text import query_terms, subject, tokenizer_id
+from engram_memory.engine.recall.timeref import DateWindow, named_windows, without_dates
+from engram_memory.engine.receipts import authorization_receipt_digest
+from engram_memory.engine.sealing.bodies import read_payload
+
+PROFILE = "lexical-bm25f"
+PROFILE_VERSION = 3  # 2: the date boost; 3: CJK bigrams and Traditional/Simplified folding (engine/recall/text.py)
+HYBRID_PROFILE = "hybrid-rrf"
+HYBRID_PROFILE_VERSION = 3  # 2: the date boost, context lines embedded one by one; 3: as lexical 3
+# The index's best 100 (by impact-ordered postings on SQLite, weighted full-text rank on PostgreSQL) are
+# re-scored with BM25F: on the LoCoMo dev set the top 10 are the same as from 1,000 (docs/benchmarks.md).
+CANDIDATE_POOL = 100
+DEFAULT_LIMIT = 10
+DEFAULT_PACKET_BYTES = 65_536
+
+
+def eligible(record: RecordRow, valid_at_ms: int) -> bool:
+    """Current, valid at `valid_at_ms` (inside [t, t_end]), and not past its retention expiry."""
+    return (
+        record.state == RecordState.ACCEPTED_CURRENT.value
+        and record.valid_from_ms <= valid_at_ms
+        and (record.valid_to_ms is None or valid_at_ms <= record.valid_to_ms)
+        and (record.expires_at_ms is None or record.expires_at_ms > valid_at_ms)
+    )
+
+
+def _redacted_view(
+    deps: Deps, tx: StoreTx, record: RecordRow, policy: AdmissionPolicy
+) -> tuple[dict[str, Any], list[str], str]:
+    view, removed = redact(
+        record_view(record, read_payload(deps, tx, record.scope, record.record_id, "record")), policy.redact_fields
+    )
+    return (
+        view,
+        removed,
+        redaction_receipt_digest(record.record_id, record.payload_digest, removed, policy.digest),
+    )
+
+
+def _rank(
+    tx: StoreTx,
+    call: Call,
+    terms: Sequence[str],
+    valid_at_ms: int,
+    *,
+    with_recency: bool = True,
+    df: Mapping[str, int] | None = None,
+) -> tuple[list[Scored], list[IndexedDoc]]:
+    """The lexical order and the candidates the index gave for it; `df` when the caller has it already."""
+    docs = tx.lexical_candidates(call.scope, terms, valid_at_ms=valid_at_ms, limit=CANDIDATE_POOL)
+    if not docs:
+        return [], []
+    stats = tx.index_stats(call.scope)
+    count = max(stats.doc_count, 1)
+    corpus = CorpusStats(
+        doc_count=stats.doc_count,
+        avg_field_len={name: stats.field_token_totals.get(name, 0) / count for name in FIELDS},
+    )
+    documents = [Document(doc_id=doc.record_id, fields={n: doc.fields[n].split() for n in FIELDS}) for doc in docs]
+    ages = {doc.record_id: 0 if not with_recency else valid_at_ms - doc.valid_from_ms for doc in docs}
+    counts = df if df is not None and all(term in df for term in terms) else tx.term_doc_counts(call.scope, terms)
+    ranked = rank(terms, documents, counts, corpus, ages_ms=ages)
+    return ranked, docs
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """One search's full order and what each channel contributed, for the receipt."""
+
+    ranked: list[Scored]
+    channels: list[dict[str, Any]]
+    embedded: list[Embedded] = field(default_factory=list)  # vectors the search had to compute (to keep)
+
+
+def _lexical_receipt(deps: Deps, generation: int, terms: Sequence[str], pooled: int) -> dict[str, Any]:
+    return {
+        "channel": "lexical",
+        "index": deps.store.index_name,
+        "tokenizer": tokenizer_id(),
+        "generation": generation,
+        "query_terms": len(terms),
+        "pooled": pooled,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Focus:
+    terms: list[str]
+    lexical_terms: list[str]
+    frequent: frozenset[str]
+    doc_count: int
+    df: dict[str, int]  # documents of the scope holding each term
+
+
+def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
+    """The query's terms, the terms that rank lexically, the frequent ones (see _hybrid), and how many
+    memories the scope has."""
+    terms = query_terms(query)[:MAX_QUERY_TERMS]
+    stats = tx.index_stats(call.scope)
+    if is_stale(stats):
+        # Entries built by another tokenizer would meet these terms on the wrong tokens: never answer
+        # from them (engine/recall/reindex.py moves the scope; serve runs it before it serves).
+        raise ContractError(ErrorCode.PROJECTION_STALE)
+    doc_count = stats.doc_count
+    df = tx.term_doc_counts(call.scope, terms)
+    frequent = frequent_terms(terms, df, doc_count)
+    lexical_terms = rarest_terms([term for term in terms if term not in frequent] or terms, df)
+    return _Focus(terms, lexical_terms, frequent, doc_count, df)
+
+
+def _subject_boosted(scored: float, subject: str, terms: Sequence[str], boost: float) -> float:
+    return scored * (1.0 + boost) if subject and subject in terms else scored
+
+
+def _date_boosted(scored: float, at_ms: int, windows: Sequence[DateWindow]) -> float:
+    """Memories whose event time falls on a date the query names (see timeref)."""
+    return scored * (1.0 + DATE_BOOST) if any(window.holds(at_ms) for window in windows) else scored
+
+
+def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int) -> _Ranking:
+    """BM25F over the query's telling terms, the subject boost, then recency (as in _hybrid, without a model)."""
+    focus = _focus(tx, call, query)
+    terms, lexical_terms = focus.terms, focus.lexical_terms
+    relevance, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
+    subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
+    at = {doc.record_id: doc.valid_from_ms for doc in docs}
+    windows = named_windows(query)
+    ranked = []
+    for s in relevance:
+        boosted = _date_boosted(
+            _subject_boosted(s.score, subjects[s.doc_id], terms, LEXICAL_SUBJECT_BOOST), at[s.doc_id], windows
+        )
+        ranked.append(Scored(s.doc_id, round(blend(boosted, recency(valid_at_ms - at[s.doc_id])), 9)))
+    ranked.sort(key=lambda s: (-s.score, s.doc_id))
+    return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs))])
+
+
+def _hybrid(
+    deps: Deps, cache: VectorCache, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int
+) -> _Ranking:
+    """RRF of the lexical order (relevance alone) and the nearest embeddings, a subject boost, then recency.
+
+    Terms found in a large share of the scope's memories (a speaker's name in a conversation, the team's
+    own name in its notes) say little about which memory is meant: they are left out of the lexical
+    terms (unless nothing else is left) and of the text the model embeds, and serve instead to boost the
+    memories whose subject they are.
+    """
+    focus = _focus(tx, call, query)
+    terms, lexical_terms, frequent = focus.terms, focus.lexical_terms, focus.frequent
+    lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
+    windows = named_windows(query)
+    vector = cache.embedder.embed_queries([semantic_query(without_dates(query), frequent)])[0]
+    catch_up = CatchUp(
+        expected=focus.doc_count,
+        payload_of=lambda record_id: read_payload(deps, tx, call.scope, record_id, "record"),
+    )
+    found = cache.nearest(
+        tx, call.scope, generation, vector, valid_at_ms=valid_at_ms, limit=SEMANTIC_POOL, catch_up=catch_up
+    )
+    nearest, eligible = found.neighbours, found.eligible
+    fused = rrf([[s.doc_id for s in lexical], [n.record_id for n in nearest]], weights=CHANNEL_WEIGHTS)
+    at = {doc.record_id: doc.valid_from_ms for doc in docs}
+    subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
+    for neighbour in nearest:
+        at.setdefault(neighbour.record_id, neighbour.valid_from_ms)
+        subjects.setdefault(neighbour.record_id, neighbour.subject)
+    ranked = []
+    for doc_id, score in fused.items():
+        relevance = _date_boosted(_subject_boosted(score, subjects[doc_id], terms, SUBJECT_BOOST), at[doc_id], windows)
+        ranked.append(Scored(doc_id, round(blend(relevance, recency(valid_at_ms - at[doc_id])), 9)))
+    ranked.sort(key=lambda s: (-s.score, s.doc_id))
+    embedder = cache.embedder
+    semantic = {
+        "channel": "semantic",
+        "index": "record_vectors",
+        "generation": generation,
+        "model": embedder.model_id,
+        "model_version": embedder.model_version,
+        "dimension": embedder.dimension,
+        "eligible": eligible,
+        "pooled": len(nearest),
+        "frequent_terms": len(frequent),
+    }
+    return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs)), semantic], found.embedded)
+
+
+def _keep(deps: Deps, call: Call, embedded: list[Embedded]) -> None:
+    """Writes the vectors a search computed, so the next search finds them stored."""
+    if deps.indexer is not None:
+        deps.indexer.write(call.scope, embedded)
+        return
+    if deps.semantic is None:
+        return
+    model = deps.semantic.embedder.model_id
+    try:
+        with deps.store.write(synced=False) as tx:
+            for item in embedded:
+                tx.put_vector(call.scope, item.record_id, model, to_bytes(item.vector), item.subject)
+    except ContractError:
+        pass  # derived data: the next search embeds them again
+
+
+def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Raises ContractError STALE_PAGE, RANKING_UNAVAILABLE, PROJECTION_OVERSIZED, PROJECTION_STALE (the
+    scope awaits a re-index), POLICY_UNAVAILABLE, BLOB_MISSING, STORE_UNAVAILABLE. No match is an empty
+    list, never an error."""
+    policy = deps.policies.current()
+    capability = arguments.get("capability_policy", {})
+    minimum = capability.get("minimum_channels", "lexical")
+    cache = deps.semantic
+    if minimum != "lexical" and cache is None:
+        # No embedding model is installed: say so rather than answer lexically.
+        raise ContractError(ErrorCode.RANKING_UNAVAILABLE)
+    profile, profile_version, formula = (
+        (PROFILE, PROFILE_VERSION, lexical_formula())
+        if cache is None
+        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cache.embedder.model_id, CONTEXT_WEIGHT))
+    )
+    limit = arguments.get("limit", DEFAULT_LIMIT)
+    budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)
+    params = {
+        "query": arguments["query"],
+        "limit": limit,
+        "max_packet_bytes": budget,
+        "capability_policy": {"minimum_channels": minimum, "network": capability.get("network", "forbid")},
+    }
+    request_digest = digest(
+        RANK_REQUEST_DOMAIN,
+        {
+            "scope": call.scope.ref,
+            "principal": call.binding.principal,
+            "profile": profile,
+            "profile_version": profile_version,
+            "params": params,
+        },
+    )
+    if deps.indexer is not None:
+        deps.indexer.settle()
+    with deps.store.read() as tx:
+        head = tx.head(call.scope) or journal.initial_head(call.scope)
+        offset, valid_as_of, system_as_of = 0, call.now_ms, call.now_ms
+        if "page_cursor" in arguments:
+            claims = open_cursor(deps.cursor_key, arguments["page_cursor"])
+            if (
+                claims is None
+                or claims.get("request_digest") != request_digest
+                or claims.get("records_cursor") != head.records_cursor
+            ):
+                raise ContractError(ErrorCode.STALE_PAGE)
+            offset, valid_as_of, system_as_of = (
+                claims["offset"],
+                claims["valid_as_of"],
+                claims["system_as_of"],
+            )
+        generation = head.records_cursor
+        ranking = (
+            _lexical(deps, tx, call, arguments["query"], valid_as_of, generation)
+            if cache is None
+            else _hybrid(deps, cache, tx, call, arguments["query"], valid_as_of, generation)
+        )
+        ranked = ranking.ranked
+        packets: list[dict[str, Any]] = []
+        used = 0
+        for position, scored in enumerate(ranked[offset : offset + limit], start=offset + 1):
+            record = tx.get_record(call.scope, scored.doc_id)
+            if record is None:
+                raise ContractError(ErrorCode.BLOB_MISSING)
+            view, removed, redaction_digest = _redacted_view(deps, tx, record, policy)
+            packet = {
+                "record": view,
+                "redacted_fields": removed,
+                "redaction_receipt_digest": redaction_digest,
+                "score": scored.score,
+                "rank": position,
+            }
+            size = len(canonical_json(packet))
+            if used + size > budget:
+                if not packets:
+                    raise ContractError(ErrorCode.PROJECTION_OVERSIZED)
+                break
+            packets.append(packet)
+            used += size
+    if ranking.embedded:
+        _keep(deps, call, ranking.embedded)
+    receipt: dict[str, Any] = {
+        "request_digest": request_digest,
+        "profile": profile,
+        "profile_version": profile_version,
+        "formula_ref": formula,
+        "valid_as_of": format_instant(valid_as_of),
+        "system_as_of": format_instant(system_as_of),
+        "through_cursor": head.records_cursor,
+        "candidate_count": len(ranked),
+        "ordered_ids_digest": digest(RANK_ORDER_DOMAIN, [scored.doc_id for scored in ranked]),
+        "channels": ranking.channels,
+    }
+    receipt["receipt_digest"] = digest(RANK_RECEIPT_DOMAIN, receipt)
+    value: dict[str, Any] = {"records": packets, "rank_receipt": receipt}
+    next_offset = offset + len(packets)
+    if next_offset < len(ranked):
+        value["next_page_cursor"] = mint_cursor(
+            deps.cursor_key,
+            {
+                "v": 1,
+                "request_digest": request_digest,
+                "records_cursor": head.records_cursor,
+                "offset": next_offset,
+                "valid_as_of": valid_as_of,
+                "system_as_of": system_as_of,
+            },
+        )
+    value["response_digest"] = digest(RESPONSE_DOMAIN, value)
+    return value
+
+
+def get(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Raises ContractError NOT_FOUND (unknown, out of scope, or not eligible: indistinguishable),
+    PROJECTION_OVERSIZED, POLICY_UNAVAILABLE, BLOB_MISSING, STORE_UNAVAILABLE."""
+    policy = deps.policies.current()
+    budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)
+    with deps.store.read() as tx:
+        record = tx.get_record(call.scope, arguments["record_id"])
+        if record is None or not eligible(record, call.now_ms):
+            raise ContractError(ErrorCode.NOT_FOUND)
+        view, removed, redaction_digest = _redacted_view(deps, tx, record, policy)
+        head = tx.head(call.scope) or journal.initial_head(call.scope)
+    now = format_instant(call.now_ms)
+    read_receipt: dict[str, Any] = {
+        "record_id": record.record_id,
+        "record_digest": record.payload_digest,
+        "valid_as_of": now,
+        "system_as_of": now,
+        "validated_through_cursor": head.cursor,
+        "authorization_receipt_digest": authorization_receipt_digest(call, Tool.GET.value),
+        "revalidation_receipt_digest": digest(
+            REVALIDATION_DOMAIN,
+            {
+                "record_id": record.record_id,
+                "state": record.state,
+                "state_cursor": record.state_cursor,
+                "eligible": True,
+                "valid_as_of": call.now_ms,
+                "through_cursor": head.cursor,
+            },
+        ),
+        "checked_at": now,
+    }
+    read_receipt["receipt_digest"] = digest(READ_RECEIPT_DOMAIN, read_receipt)
+    packet: dict[str, Any] = {
+        "record": view,
+        "redacted_fields": removed,
+        "redaction_receipt_digest": redaction_digest,
+        "read_receipt": read_receipt,
+    }
+    packet["packet_digest"] = digest(PACKET_DOMAIN, packet)
+    if len(canonical_json(packet)) > budget:
+        raise ContractError(ErrorCode.PROJECTION_OVERSIZED)
+    return packet

@@ -1,0 +1,167 @@
+"""Host commands for rotate-keys, backup and restore (SPEC §12, §14).
+
+Failures are one line naming the ErrorCode where the SPEC names one (BACKUP_INVALID, RESTORE_REFUSED).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, out, say
+from engram_memory.host.compose import HomeError, current_user
+from engram_memory.host.keys.files import KeyFileError
+from engram_memory.host.keys.rotation import DEFAULT_BATCH_SIZE, RotationRefused, rotate_keys
+from engram_memory.host.recovery.backup import BackupRefused, backup_home
+from engram_memory.host.recovery.restore import restore_home
+from engram_memory.host.settings import resolve_home
+
+FileArgument = Annotated[Path, typer.Argument(metavar="FILE", help="The archive file.")]
+
+
+def _fail_for(exc: Exception) -> NoReturn:
+    if isinstance(exc, ContractError):
+        fail(f"the store is unavailable ({exc.code.value})")
+    if isinstance(exc, OSError):
+        fail(f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}")
+    fail(str(exc))
+
+
+_EXPECTED = (HomeError, KeyFileError, BackupRefused, RotationRefused, ContractError, OSError)
+
+
+def _emit_json(value: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(value) + "\n")
+
+
+@contextmanager
+def _rotation_progress(as_json: bool) -> Iterator[tuple[Callable[[int], None], Callable[[int], None]]]:
+    """A progress bar at a terminal; one line per batch through a pipe (so a log shows how far it got)."""
+    if as_json:
+        yield (lambda _total: None), (lambda _count: None)
+        return
+    if out.is_terminal:
+        columns = (TextColumn("re-wrapping data keys"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=out, transient=True) as progress:
+            task = progress.add_task("rotate", total=None)
+            yield (lambda total: progress.update(task, total=total)), (lambda n: progress.advance(task, n))
+        return
+    state = {"done": 0, "total": 0}
+
+    def started(total: int) -> None:
+        state["total"] = total
+
+    def moved(count: int) -> None:
+        state["done"] += count
+        say(f"re-wrapped {state['done']} of {state['total']} data keys")
+
+    yield started, moved
+
+
+def register(app: typer.Typer) -> None:
+    """Adds this module's commands to the main `engram-memory` app."""
+
+    @app.command("rotate-keys")
+    def rotate_keys_command(
+        batch_size: Annotated[
+            int, typer.Option("--batch-size", min=1, help="Data keys re-wrapped per vault transaction.")
+        ] = DEFAULT_BATCH_SIZE,
+        home: HomeOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Rotate the key-encryption key: re-wrap every data key under a new one (bodies untouched).
+
+        Safe to interrupt: running it again finishes the same rotation.
+        """
+        paths = resolve_home(home)
+        started_at = time.perf_counter()
+        try:
+            with _rotation_progress(as_json) as (on_start, on_batch):
+                report = rotate_keys(paths, batch_size=batch_size, on_start=on_start, on_batch=on_batch)
+        except _EXPECTED as exc:
+            _fail_for(exc)
+        seconds = round(time.perf_counter() - started_at, 3)
+        if as_json:
+            _emit_json(
+                {
+                    "active": report.active,
+                    "retired": list(report.retired),
+                    "rewrapped": report.rewrapped,
+                    "resumed": report.resumed,
+                    "seconds": seconds,
+                }
+            )
+            return
+        verb = "finished the interrupted rotation" if report.resumed else "rotated"
+        say(
+            f"{verb}: {report.active} is the active key-encryption key; re-wrapped {report.rewrapped} data keys"
+            f" in {seconds:.1f} s; retired {', '.join(report.retired) or 'nothing'}"
+        )
+
+    @app.command("backup")
+    def backup_command(file: FileArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+        """Write an encrypted, self-verifying archive of the store to FILE (never the keys)."""
+        paths = resolve_home(home)
+        started_at = time.perf_counter()
+        try:
+            report = backup_home(paths, file.expanduser().absolute())
+        except _EXPECTED as exc:
+            _fail_for(exc)
+        seconds = round(time.perf_counter() - started_at, 3)
+        manifest = report.manifest
+        if as_json:
+            _emit_json({"file": str(report.path), "bytes": report.archive_bytes, "seconds": seconds, **manifest})
+            return
+        counts = manifest["counts"]
+        say(
+            f"backup written to {report.path} ({report.archive_bytes} bytes, {seconds:.1f} s):"
+            f" {counts.get('records', 0)} records, {counts.get('candidates', 0)} candidates,"
+            f" {counts.get('journal', 0)} journal events in {len(manifest['journal']['scopes'])} scopes"
+        )
+        say(
+            "keys/ is not in the archive: a restore needs this home's keys folder, so keep your copy of keys/"
+            " separately"
+        )
+
+    @app.command("restore")
+    def restore_command(file: FileArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+        """Restore FILE into this home's empty store, using this home's keys/; verified before anything is written."""
+        paths = resolve_home(home)
+        started_at = time.perf_counter()
+        try:
+            report = restore_home(paths, file.expanduser().absolute(), decided_by=current_user())
+        except _EXPECTED as exc:
+            _fail_for(exc)
+        seconds = round(time.perf_counter() - started_at, 3)
+        settled = report.settled
+        if as_json:
+            _emit_json(
+                {
+                    "file": str(file),
+                    "created_at": report.manifest["created_at"],
+                    "records": report.records,
+                    "indexed": report.indexed,
+                    "tombstoned": settled.tombstoned,
+                    "withdrawn": settled.withdrawn,
+                    "seconds": seconds,
+                }
+            )
+            return
+        say(
+            f"restored the backup of {report.manifest['created_at']} into {paths.store_dir} in {seconds:.1f} s:"
+            f" {report.records} records, {report.indexed} indexed; journal, index and bodies verified"
+        )
+        if settled.tombstoned or settled.withdrawn:
+            say(
+                f"{len(settled.tombstoned)} records tombstoned and {len(settled.withdrawn)} candidates withdrawn:"
+                " their data keys were destroyed after the backup, so their bodies were erased"
+            )

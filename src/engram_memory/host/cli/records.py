@@ -1,0 +1,392 @@
+"""Host commands for lifecycle maintenance (SPEC §5, §12, §14): `records list|show`, the eight host
+transitions (dispute ... tombstone) and `records expire-due`. Never shows memory text."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.instants import format_instant
+from engram_memory.contract.states import RecordState
+from engram_memory.engine import journal
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.lifecycle import host_transitions as maintenance
+from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, MaintenanceRefused, Transition
+from engram_memory.engine.ports.maintenance import RecordFilter
+from engram_memory.engine.ports.store import JournalEvent, RecordRow
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, out, say
+from engram_memory.host.compose import current_user
+
+records_app = typer.Typer(
+    help="Host lifecycle maintenance of accepted records: list, show, dispute, supersede, expire, tombstone.",
+    no_args_is_help=True,
+)
+
+IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The record id (mem_...).")]
+ReasonOption = Annotated[
+    str | None, typer.Option("--reason", metavar="REF", help="An opaque reason ref kept in the journal.")
+]
+
+_PAST_TENSE = {
+    "dispute": "disputed",
+    "resolve_dispute": "resolved",
+    "supersede": "superseded",
+    "mark_non_current": "marked non-current",
+    "rewind": "rewound",
+    "expire": "expired",
+    "trust_invalidate": "trust-invalidated",
+    "tombstone": "tombstoned",
+}
+_STORE_FAULTS = {
+    ErrorCode.BLOB_MISSING: "the record's body or data key is missing; nothing was changed",
+    ErrorCode.MUTATION_OUTCOME_UNKNOWN: "the commit may not have happened; check with 'records show'",
+}
+
+
+class ResolveTarget(StrEnum):
+    CURRENT = "current"
+    HISTORICAL = "historical"
+
+
+def register(app: typer.Typer) -> None:
+    """Adds this module's commands to the main `engram-memory` app."""
+    app.add_typer(records_app, name="records")
+
+
+# -- JSON shapes --------------------------------------------------------------------------------
+
+
+def _instant(epoch_ms: int | None) -> str | None:
+    return None if epoch_ms is None else format_instant(epoch_ms)
+
+
+def record_json(row: RecordRow) -> dict[str, Any]:
+    """Metadata only: ids, states, digests and instants, never a word of the memory."""
+    return {
+        "record_id": row.record_id,
+        "tenant": row.scope.tenant,
+        "workspace": row.scope.workspace,
+        "state": row.state,
+        "record_digest": row.payload_digest,
+        "candidate_id": row.candidate_id,
+        "trust_class": row.trust_class,
+        "principal": row.actor.principal,
+        "agent_id": row.actor.agent_id,
+        "session": row.actor.session,
+        "captured_at": format_instant(row.captured_at_ms),
+        "admitted_at": format_instant(row.admitted_at_ms),
+        "valid_from": row.valid_from_ms,
+        "valid_to": row.valid_to_ms,
+        "expires_at": _instant(row.expires_at_ms),
+        "state_cursor": row.state_cursor,
+        "superseded_by": row.superseded_by,
+    }
+
+
+def _history_json(event: JournalEvent) -> dict[str, Any]:
+    data = event.body["data"]
+    accepted = event.kind == journal.CANDIDATE_ACCEPTED
+    return {
+        "cursor": event.cursor,
+        "at": format_instant(event.at_ms),
+        "operation": "accept" if accepted else data.get("operation"),
+        "from_state": None if accepted else data.get("from_state"),
+        "to_state": RecordState.ACCEPTED_CURRENT.value if accepted else data.get("to_state"),
+        "actor": dict(event.body["actor"]),
+        "reason_ref": data.get("reason_ref"),
+        "event_id": event.event_id,
+        "event_digest": event.event_digest,
+    }
+
+
+def _transition_json(moved: Transition) -> dict[str, Any]:
+    data = moved.event.body["data"]
+    item = {
+        "record_id": moved.record.record_id,
+        "tenant": moved.record.scope.tenant,
+        "workspace": moved.record.scope.workspace,
+        "operation": moved.operation,
+        "from_state": moved.from_state,
+        "to_state": moved.to_state,
+        "cursor": moved.event.cursor,
+        "at": format_instant(moved.event.at_ms),
+        "event_id": moved.event.event_id,
+        "event_digest": moved.event.event_digest,
+    }
+    item.update({name: data[name] for name in ("superseded_by", "replacing", "expires_at") if name in data})
+    return item
+
+
+def _outcome_json(outcome: MaintenanceOutcome) -> dict[str, Any]:
+    primary = outcome.primary
+    result: dict[str, Any] = {
+        "record_id": primary.record.record_id,
+        "operation": primary.operation,
+        "from_state": primary.from_state,
+        "to_state": primary.to_state,
+        "transitions": [_transition_json(moved) for moved in _in_journal_order(outcome)],
+    }
+    if outcome.erasure is not None:
+        result["erasure"] = dict(outcome.erasure)
+    return result
+
+
+def _in_journal_order(outcome: MaintenanceOutcome) -> list[Transition]:
+    return sorted(outcome.transitions, key=lambda moved: moved.event.cursor)
+
+
+def _transition_line(moved: Transition) -> str:
+    scope = moved.record.scope
+    line = (
+        f"{_PAST_TENSE.get(moved.operation, moved.operation)} {moved.record.record_id}"
+        f" ({scope.tenant}/{scope.workspace}): {moved.from_state} -> {moved.to_state}, cursor {moved.event.cursor}"
+    )
+    data = moved.event.body["data"]
+    if "superseded_by" in data:
+        line += f", superseded by {data['superseded_by']}"
+    return line
+
+
+# -- running one operation ----------------------------------------------------------------------
+
+
+def _apply(home: Path | None, as_json: bool, action: Callable[[Deps], MaintenanceOutcome]) -> None:
+    with opened_engine(home) as (engine, _paths):
+        try:
+            outcome = action(engine.deps)
+        except MaintenanceRefused as refusal:
+            fail(str(refusal))
+        except ContractError as fault:
+            fail(
+                f"{fault.code.value}: {_STORE_FAULTS.get(fault.code, 'the store is unavailable; nothing was changed')}"
+            )
+    if as_json:
+        sys.stdout.write(json.dumps(_outcome_json(outcome)) + "\n")
+        return
+    for moved in _in_journal_order(outcome):
+        say(_transition_line(moved))
+    if outcome.erasure is not None:
+        surfaces = outcome.erasure["surfaces"]
+        say(
+            f"erased: body {surfaces['body']}, lexical index {surfaces['lexical_index']},"
+            f" data key {surfaces['data_key']}, files {outcome.erasure['physical_erasure']}"
+        )
+
+
+@records_app.command("dispute")
+def dispute_command(
+    record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
+) -> None:
+    """accepted_current -> accepted_disputed: out of search until resolved."""
+    _apply(
+        home, as_json, lambda deps: maintenance.dispute(deps, record_id, decided_by=current_user(), reason_ref=reason)
+    )
+
+
+@records_app.command("resolve")
+def resolve_command(
+    record_id: IdArgument,
+    to: Annotated[ResolveTarget, typer.Option("--to", help="current (searchable again) or historical.")],
+    reason: ReasonOption = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """accepted_disputed -> accepted_current or historical."""
+    target = RecordState.ACCEPTED_CURRENT if to is ResolveTarget.CURRENT else RecordState.HISTORICAL
+    _apply(
+        home,
+        as_json,
+        lambda deps: maintenance.resolve(
+            deps, record_id, to_state=target, decided_by=current_user(), reason_ref=reason
+        ),
+    )
+
+
+@records_app.command("supersede")
+def supersede_command(
+    record_id: IdArgument,
+    by: Annotated[str, typer.Option("--by", metavar="SUCCESSOR", help="The current record that replaces it.")],
+    reason: ReasonOption = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """accepted_current | accepted_disputed -> historical, replaced by a current record of the same scope."""
+    _apply(
+        home,
+        as_json,
+        lambda deps: maintenance.supersede(
+            deps, record_id, successor_id=by, decided_by=current_user(), reason_ref=reason
+        ),
+    )
+
+
+@records_app.command("mark-non-current")
+def mark_non_current_command(
+    record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
+) -> None:
+    """accepted_current | accepted_disputed -> historical, with no successor."""
+    _apply(
+        home,
+        as_json,
+        lambda deps: maintenance.mark_non_current(deps, record_id, decided_by=current_user(), reason_ref=reason),
+    )
+
+
+@records_app.command("rewind")
+def rewind_command(
+    record_id: IdArgument,
+    replacing: Annotated[
+        str | None,
+        typer.Option("--replacing", metavar="ID", help="The current record to swap out (default: its successor)."),
+    ] = None,
+    reason: ReasonOption = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """historical -> accepted_current, swapping atomically with the current record that replaced it."""
+    _apply(
+        home,
+        as_json,
+        lambda deps: maintenance.rewind(
+            deps, record_id, replacing=replacing, decided_by=current_user(), reason_ref=reason
+        ),
+    )
+
+
+@records_app.command("expire")
+def expire_command(
+    record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
+) -> None:
+    """accepted_current | accepted_disputed | historical -> expired."""
+    _apply(
+        home, as_json, lambda deps: maintenance.expire(deps, record_id, decided_by=current_user(), reason_ref=reason)
+    )
+
+
+@records_app.command("trust-invalidate")
+def trust_invalidate_command(
+    record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
+) -> None:
+    """accepted_current | accepted_disputed | historical -> trust_invalid."""
+    _apply(
+        home,
+        as_json,
+        lambda deps: maintenance.trust_invalidate(deps, record_id, decided_by=current_user(), reason_ref=reason),
+    )
+
+
+@records_app.command("tombstone")
+def tombstone_command(
+    record_id: IdArgument,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Confirm: the body and its data key are destroyed for good.")
+    ] = False,
+    reason: ReasonOption = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Any live state -> tombstoned: forget's erasure, decided by the host (needs --yes)."""
+    if not yes:
+        fail("tombstone destroys the record's body and data key for good: repeat with --yes to confirm")
+    _apply(
+        home, as_json, lambda deps: maintenance.tombstone(deps, record_id, decided_by=current_user(), reason_ref=reason)
+    )
+
+
+# -- automatic expiry and reads -----------------------------------------------------------------
+
+
+@records_app.command("expire-due")
+def expire_due_command(
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many records in one run.")] = 10_000,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Expire every record whose retention expires_at has passed (what `serve` also does periodically)."""
+    with opened_engine(home) as (engine, _paths):
+        try:
+            expired = maintenance.expire_due(engine.deps, engine.deps.clock.now_ms(), limit)
+        except ContractError as fault:
+            fail(f"{fault.code.value}: the store is unavailable; records expired so far stay expired")
+    if as_json:
+        sys.stdout.write(json.dumps({"expired": [_transition_json(moved) for moved in expired]}) + "\n")
+        return
+    for moved in expired:
+        say(_transition_line(moved))
+    say(f"{len(expired)} record(s) expired")
+
+
+@records_app.command("list")
+def list_command(
+    tenant: Annotated[str | None, typer.Option("--tenant")] = None,
+    workspace: Annotated[str | None, typer.Option("--workspace")] = None,
+    state: Annotated[RecordState | None, typer.Option("--state", help="Only records in this state.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many records.")] = 1000,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Records of every scope (or the one named), with their states; no memory text."""
+    filters = RecordFilter(
+        tenant=tenant, workspace=workspace, state=None if state is None else state.value, limit=limit
+    )
+    with opened_engine(home) as (engine, _paths):
+        rows = maintenance.list_records(engine.deps, filters)
+    if as_json:
+        sys.stdout.write(json.dumps([record_json(row) for row in rows]) + "\n")
+        return
+    if not rows:
+        say("no records")
+        return
+    # Ids and states never wrap or shorten (the host copies them into the next command); the rest folds.
+    table = Table(box=None, pad_edge=False)
+    table.add_column("record", no_wrap=True, min_width=len(rows[0].record_id))
+    table.add_column("state", no_wrap=True)
+    table.add_column("scope", overflow="fold")
+    table.add_column("expires", overflow="fold")
+    table.add_column("superseded by", overflow="fold")
+    for row in rows:
+        table.add_row(
+            row.record_id,
+            row.state,
+            f"{row.scope.tenant}/{row.scope.workspace}",
+            _instant(row.expires_at_ms) or "-",
+            row.superseded_by or "-",
+        )
+    out.print(table, markup=False, highlight=False)
+
+
+@records_app.command("show")
+def show_command(record_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """One record's metadata and its state history from the journal (never its text)."""
+    with opened_engine(home) as (engine, _paths):
+        try:
+            details = maintenance.show_record(engine.deps, record_id)
+        except MaintenanceRefused as refusal:
+            fail(str(refusal))
+    shown = {
+        **record_json(details.record),
+        "supersedes": list(details.supersedes),
+        "history": [_history_json(event) for event in details.history],
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(shown) + "\n")
+        return
+    for name, value in shown.items():
+        if name not in ("history", "supersedes"):
+            say(f"{name}: {'-' if value is None else value}")
+    say(f"supersedes: {', '.join(details.supersedes) or '-'}")
+    say("history:")
+    for item in shown["history"]:
+        reason = f" ({item['reason_ref']})" if item["reason_ref"] else ""
+        say(
+            f"  {item['cursor']:>6}  {item['at']}  {item['operation']}: {item['from_state'] or '-'} -> "
+            f"{item['to_state']} by {item['actor'].get('principal', '?')}{reason}"
+        )

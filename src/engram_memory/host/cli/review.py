@@ -1,0 +1,331 @@
+"""Host commands for the review queue: review list|show|accept|reject (issue 3, item 2).
+
+`show` is the one command whose purpose is to put a candidate's text in front of the host: it decrypts
+the body and marks every span a secret detector points at, so the person deciding sees what the policy
+would see (and personal data besides).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.instants import format_instant
+from engram_memory.engine.admission import review
+from engram_memory.engine.admission.policy import PolicyError
+from engram_memory.engine.admission.review import CandidateView, ReviewDecision, ReviewError
+from engram_memory.engine.ports.store import CandidateRow
+from engram_memory.engine.secrets import SecretFinding
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, out, say
+from engram_memory.host.compose import current_user
+from engram_memory.host.policy_file import read_policy
+from engram_memory.host.terminal import inline, printable
+
+IdArgument = Annotated[str, typer.Argument(metavar="ID", help="A candidate id from `review list`.")]
+_MARK_STYLE = "bold white on red"
+_REASONS = {
+    ErrorCode.POLICY_UNAVAILABLE: "policy.toml cannot be read; fix it, then decide again",
+    ErrorCode.POLICY_STALE: "the policy changed while deciding; run the command again",
+    ErrorCode.BLOB_MISSING: "the candidate's sealed body or its data key is gone",
+    ErrorCode.MUTATION_OUTCOME_UNKNOWN: "the store could not confirm the commit; `review list --all` shows "
+    "whether the candidate is still pending",
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Adds this module's commands to the main `engram-memory` app."""
+    review_app = typer.Typer(help="The admission review queue: what the policy left for a human to decide.")
+    app.add_typer(review_app, name="review")
+    review_app.command("list")(review_list)
+    review_app.command("show")(review_show)
+    review_app.command("accept")(review_accept)
+    review_app.command("reject")(review_reject)
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """Host-side refusals and contract faults as one line each, naming the code where there is one."""
+    try:
+        yield
+    except ReviewError as exc:
+        fail(str(exc))
+    except ContractError as exc:
+        fail(f"{exc.code.value}: {_REASONS.get(exc.code, 'the store is unavailable')}")
+
+
+def _when(epoch_ms: int) -> str:
+    try:
+        return format_instant(epoch_ms)
+    except (OverflowError, ValueError, OSError):
+        return f"{epoch_ms} ms"
+
+
+def _candidate_json(row: CandidateRow) -> dict[str, Any]:
+    return {
+        "candidate_id": row.candidate_id,
+        "state": row.state,
+        "in_review": row.adjudication,
+        "tenant": row.scope.tenant,
+        "workspace": row.scope.workspace,
+        "principal": row.actor.principal,
+        "agent_id": row.actor.agent_id,
+        "session": row.actor.session,
+        "trust_class": row.trust_class,
+        "captured_at": _when(row.captured_at_ms),
+        "review_reasons": list(row.review_reasons),
+        "size_bytes": row.size_bytes,
+        "citation_count": row.citation_count,
+        "secret_categories": list(row.secret_categories),
+    }
+
+
+# -- review list ----------------------------------------------------------------------------------
+
+
+def review_list(
+    include_all: Annotated[
+        bool, typer.Option("--all", help="Also list pending candidates no agent has asked admission for.")
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, help="At most this many, oldest first.")] = 100,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List candidates waiting for a human, oldest first (metadata only; nothing is decrypted)."""
+    with opened_engine(home) as (engine, _), _refusals():
+        # One more than asked, to tell the host whether the list was cut short.
+        rows = review.review_queue(engine.deps, include_unsent=include_all, limit=limit + 1)
+    items = [_candidate_json(row) for row in rows[:limit]]
+    if as_json:
+        sys.stdout.write(json.dumps(items) + "\n")
+        return
+    if not items:
+        say("no candidates waiting for review" if not include_all else "no pending candidates")
+        return
+    # Two columns keep the id whole at 80 columns; the details fold under it, one fact per line.
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("candidate", no_wrap=True)
+    table.add_column("details", overflow="fold")
+    for number, item in enumerate(items, start=1):
+        why = ", ".join(item["review_reasons"]) or ("in review" if item["in_review"] else "not sent to review")
+        if item["secret_categories"]:
+            why += "; secrets: " + ", ".join(item["secret_categories"])
+        lines = [
+            f"{why}; {item['size_bytes']} bytes, {item['citation_count']} citation(s)",
+            f"{item['principal']} ({item['trust_class']}), {item['agent_id']}, {item['session']}",
+            f"{item['tenant']}/{item['workspace']}, {item['captured_at']}",
+        ]
+        details = "\n".join(inline(line) for line in lines) + ("\n" if number < len(items) else "")
+        table.add_row(Text(inline(item["candidate_id"])), Text(details))
+    out.print(table)
+    if len(rows) > limit:
+        say(f"showing the oldest {limit}; use --limit to see more")
+
+
+# -- review show ----------------------------------------------------------------------------------
+
+
+def _say(text: str) -> None:
+    """One line of the rendering; ids and refs an agent chose are opaque strings, so they are escaped too."""
+    say(text)
+
+
+def _merged(findings: Sequence[SecretFinding]) -> list[tuple[int, int, list[str]]]:
+    """Overlapping findings in one string become one marked span naming every category."""
+    spans: list[tuple[int, int, list[str]]] = []
+    for finding in sorted(findings, key=lambda f: (f.start, f.end)):
+        if spans and finding.start < spans[-1][1]:
+            start, end, categories = spans[-1]
+            names = categories if finding.category in categories else [*categories, finding.category]
+            spans[-1] = (start, max(end, finding.end), names)
+        else:
+            spans.append((finding.start, finding.end, [finding.category]))
+    return spans
+
+
+class _Renderer:
+    """Prints the decrypted candidate; a span a detector found is highlighted (marked in plain text)."""
+
+    def __init__(self, findings: Sequence[SecretFinding], *, terminal: bool) -> None:
+        self._terminal = terminal
+        self._by_path: dict[str, list[SecretFinding]] = {}
+        for finding in findings:
+            self._by_path.setdefault(finding.path, []).append(finding)
+
+    def marked(self, value: str, path: str, *, lines: bool = True) -> Text:
+        text, position = Text(), 0
+        for start, end, categories in _merged(self._by_path.get(path, [])):
+            text.append(printable(value[position:start], lines=lines))
+            names = ", ".join(categories)
+            if self._terminal:
+                text.append(printable(value[start:end], lines=lines), style=_MARK_STYLE)
+                text.append(f" [{names}]", style="bold red")
+            else:
+                text.append(f"[[{names}: {printable(value[start:end], lines=lines)}]]")
+            position = end
+        text.append(printable(value[position:], lines=lines))
+        return text
+
+    def line(self, label: str, value: str, path: str, indent: int = 2) -> None:
+        text = Text(" " * indent + printable(label, lines=False) + " ")
+        text.append_text(self.marked(value, path, lines=False))
+        out.print(text)
+
+    def block(self, value: str, path: str, indent: int = 6) -> None:
+        for part in self.marked(value, path).split("\n"):
+            out.print(Text(" " * indent).append_text(part))
+
+
+def _render(view: CandidateView, *, terminal: bool) -> None:
+    row, payload, evidence = view.candidate, view.payload, view.evidence
+    show = _Renderer(view.findings, terminal=terminal)
+    state = "waiting for review" if row.adjudication else "not sent to review"
+    reasons = f" ({', '.join(row.review_reasons)})" if row.review_reasons else ""
+    _say(f"candidate {row.candidate_id}: {row.state}, {state}{reasons}")
+    _say(f"  scope      {row.scope.tenant}/{row.scope.workspace}")
+    _say(
+        f"  captured   {_when(row.captured_at_ms)} by {row.actor.principal}, agent {row.actor.agent_id},"
+        f" session {row.actor.session}, trust {row.trust_class}"
+    )
+    attested = "yes" if row.has_attestation else "no"
+    _say(f"  size       {row.size_bytes} bytes, {row.citation_count} citation(s), attestation {attested}")
+    _say(f"  at capture the policy's detector saw: {', '.join(row.secret_categories) or 'nothing'}")
+    if view.findings:
+        _say(f"  secret findings now (every category, personal data included): {len(view.findings)}")
+        for finding in view.findings:
+            _say(f"    {finding.category} at {finding.path} [{finding.start}:{finding.end}]")
+    else:
+        _say("  secret findings now (every category, personal data included): none")
+
+    _say("")
+    show.line("purpose", payload["purpose_ref"], "payload/purpose_ref", 0)
+    valid = payload["valid_time"]
+    until = _when(valid["t_end"]) if "t_end" in valid else "open"
+    _say(f"valid      {_when(valid['t'])} .. {until}")
+    event = payload["primary_event"]
+    show.line("primary event", event["type_ref"], "payload/primary_event/type_ref", 0)
+    _say(f"  at {_when(event['at'])}, cites {event['citation_id']}")
+
+    _say("")
+    _say("components")
+    for index, component in enumerate(payload["components"]):
+        primary = ", primary" if component["component_id"] == payload["primary_component_id"] else ""
+        base = f"payload/components/{index}"
+        show.line("-", component["component_id"], f"{base}/component_id")
+        _say(f"    {component['kind']}{primary}; cites {', '.join(component['citation_ids'])}")
+        show.block(component["text"], f"{base}/text")
+    _say("citations")
+    for index, citation in enumerate(payload["citations"]):
+        base = f"payload/citations/{index}"
+        show.line("-", citation["citation_id"], f"{base}/citation_id")
+        show.line("source", citation["source_ref"], f"{base}/source_ref", 4)
+        locator = citation["locator"]
+        show.line(f"locator ({locator['scheme']})", locator["value"], f"{base}/locator/value", 4)
+        _say(f"    content {citation['content_digest']}")
+        if "observed_at" in citation:
+            _say(f"    observed {citation['observed_at']}")
+    _render_terms(payload)
+    _say("evidence")
+    show.line("ref", evidence["evidence_ref"], "evidence/evidence_ref")
+    _say(f"  digest {evidence['evidence_digest']}; cites {', '.join(evidence['citation_ids'])}")
+    if "attestation" in evidence:
+        _say("  attestation")
+        show.block(evidence["attestation"], "evidence/attestation", 4)
+
+
+def _render_terms(payload: Mapping[str, Any]) -> None:
+    retention = payload["retention"]
+    expiry = f", expires {retention['expires_at']}" if "expires_at" in retention else ""
+    _say(f"retention  {retention['derivative_rule']}{expiry}")
+    families = payload["reconciliation"]["family_refs"]
+    _say(f"reconciliation families: {', '.join(families) or 'none'}")
+
+
+def review_show(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Decrypt one pending candidate for the human, with what the secret detector found marked."""
+    with opened_engine(home) as (engine, _), _refusals():
+        view = review.show_candidate(engine.deps, candidate_id)
+    if as_json:
+        document = {
+            "candidate": _candidate_json(view.candidate),
+            "payload": view.payload,
+            "evidence": view.evidence,
+            "findings": [
+                {"category": f.category, "path": f.path, "start": f.start, "end": f.end} for f in view.findings
+            ],
+        }
+        sys.stdout.write(json.dumps(document) + "\n")
+        return
+    _render(view, terminal=out.is_terminal)
+
+
+# -- review accept / reject -----------------------------------------------------------------------
+
+
+def _decision_json(decision: ReviewDecision) -> dict[str, Any]:
+    return {
+        "candidate_id": decision.candidate.candidate_id,
+        "status": decision.status,
+        "record_id": decision.record_id,
+        "reasons": list(decision.reasons),
+        "tenant": decision.candidate.scope.tenant,
+        "workspace": decision.candidate.scope.workspace,
+        "cursor": decision.cursor,
+        "event_id": decision.event_id,
+        "decision_receipt_digest": decision.decision_receipt_digest,
+        "decided_by": decision.decided_by,
+        "decided_at": _when(decision.decided_at_ms),
+        "answers_rewritten": decision.answers_rewritten,
+        "key_destruction": "complete" if decision.key_destroyed else "pending",
+    }
+
+
+def _require_policy(path: Path) -> None:
+    """A decision names the policy in force; say why there is none in the host's own words first."""
+    try:
+        read_policy(path)
+    except PolicyError as exc:
+        fail(f"POLICY_UNAVAILABLE: {exc} ({path}); fix it, then decide again")
+    except OSError as exc:
+        fail(f"POLICY_UNAVAILABLE: cannot read {path} ({exc.strerror}); fix it, then decide again")
+
+
+def _decide(candidate_id: str, home: Path | None, *, accept: bool, as_json: bool) -> None:
+    decide = review.accept_candidate if accept else review.reject_candidate
+    with opened_engine(home) as (engine, paths), _refusals():
+        _require_policy(paths.policy)
+        decision = decide(engine.deps, candidate_id, decided_by=current_user())
+    if as_json:
+        sys.stdout.write(json.dumps(_decision_json(decision)) + "\n")
+        return
+    row = decision.candidate
+    where = f"{row.scope.tenant}/{row.scope.workspace}, cursor {decision.cursor}"
+    if decision.status == "accepted":
+        say(f"accepted {row.candidate_id} as record {decision.record_id} ({where})")
+    elif decision.status == "duplicate_exact":
+        say(f"accepted {row.candidate_id} as a duplicate of the current record {decision.record_id} ({where})")
+    else:
+        say(f"rejected {row.candidate_id} ({where}): its body is destroyed")
+    if decision.answers_rewritten:
+        say(f"the agent's {decision.answers_rewritten} waiting admission answer(s) now replay this decision")
+    if not decision.key_destroyed:
+        say("the candidate's data key is not destroyed yet (the key vault was busy); it is swept later")
+
+
+def review_accept(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Accept one pending candidate: it becomes a searchable record (or points at an identical one)."""
+    _decide(candidate_id, home, accept=True, as_json=as_json)
+
+
+def review_reject(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Reject one pending candidate: its body and data key are destroyed."""
+    _decide(candidate_id, home, accept=False, as_json=as_json)

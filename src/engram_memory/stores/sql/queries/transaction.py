@@ -1,0 +1,513 @@
+"""The store port's statements that read the same in SQLite and PostgreSQL, as the methods of one transaction.
+
+Rows become the engine's frozen dataclasses here and nowhere else. Each query names its scope:
+there is no statement that reads or writes across {tenant, workspace} except the host's
+confirmation queue and audit log. The full-text index differs per store and lives in each
+store's own transaction class, which inherits everything else from here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from engram_memory.contract.canonical import canonical_json
+from engram_memory.engine.ports.store import (
+    AuditRow,
+    CandidateRow,
+    ConfirmationRow,
+    IdempotencyRow,
+    IndexStats,
+    JournalEvent,
+    RecordRow,
+    Scope,
+    ScopeHead,
+    SealedBody,
+    StoredVector,
+    UnembeddedRecord,
+)
+from engram_memory.engine.recall.ranking import FIELDS
+from engram_memory.stores.sql.base import StoreInvariantError
+from engram_memory.stores.sql.connection import SqlConnection
+from engram_memory.stores.sql.queries.maintenance import MaintenanceQueries
+from engram_memory.stores.sql.queries.operations import OperationsQueries
+from engram_memory.stores.sql.queries.review import ReviewQueries
+from engram_memory.stores.sql.rows import (
+    CANDIDATE_COLUMNS,
+    CONFIRMATION_COLUMNS,
+    EVENT_COLUMNS,
+    RECORD_COLUMNS,
+    candidate_row,
+    compact_json,
+    confirmation_row,
+    event_row,
+    record_row,
+)
+
+LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
+
+
+class SqlTx(ReviewQueries, MaintenanceQueries, OperationsQueries):
+    """One open transaction; the store begins and ends it. Subclasses add the full-text index."""
+
+    def __init__(self, connection: SqlConnection) -> None:
+        self._db = connection
+
+    # -- journal ---------------------------------------------------------------------------
+    def head(self, scope: Scope) -> ScopeHead | None:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            "SELECT head_cursor, head_digest, records_cursor FROM scopes WHERE tenant = ? AND workspace = ?",
+            (scope.tenant, scope.workspace),
+        ).fetchone()
+        return None if row is None else ScopeHead(cursor=row[0], digest=row[1], records_cursor=row[2])
+
+    def append_event(self, event: JournalEvent) -> None:
+        scope = event.scope
+        self._enter_tenant(scope.tenant)
+        self._db.execute(
+            "INSERT INTO journal (tenant, workspace, cursor, event_id, kind, at_ms, body, prev_digest,"
+            " event_digest, affects_records) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                scope.tenant,
+                scope.workspace,
+                event.cursor,
+                event.event_id,
+                event.kind,
+                event.at_ms,
+                (event.body_json or canonical_json(dict(event.body))).decode("utf-8"),
+                event.prev_digest,
+                event.event_digest,
+                int(event.affects_records),
+            ),
+        )
+        records_cursor = event.cursor if event.affects_records else None
+        self._db.execute(
+            "INSERT INTO scopes (tenant, workspace, head_cursor, head_digest, records_cursor)"
+            " VALUES (?, ?, ?, ?, COALESCE(?, 0))"
+            " ON CONFLICT (tenant, workspace) DO UPDATE SET head_cursor = excluded.head_cursor,"
+            " head_digest = excluded.head_digest,"
+            " records_cursor = COALESCE(?, scopes.records_cursor)",
+            (scope.tenant, scope.workspace, event.cursor, event.event_digest, records_cursor, records_cursor),
+        )
+
+    def any_journal(self) -> bool:
+        # Spans scopes on purpose: whether the store holds any data at all (init refuses fresh keys then).
+        return bool(self._db.execute("SELECT EXISTS (SELECT 1 FROM journal)").fetchone()[0])
+
+    def events(self, scope: Scope) -> Iterator[JournalEvent]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            f"SELECT {EVENT_COLUMNS} FROM journal WHERE tenant = ? AND workspace = ? ORDER BY cursor",  # noqa: S608
+            (scope.tenant, scope.workspace),
+        )
+        for row in rows:
+            yield event_row(scope, row)
+
+    # -- candidates ------------------------------------------------------------------------
+    def insert_candidate(self, row: CandidateRow) -> None:
+        self._enter_tenant(row.scope.tenant)
+        self._db.execute(
+            f"INSERT INTO candidates ({CANDIDATE_COLUMNS})"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.candidate_id,
+                row.scope.tenant,
+                row.scope.workspace,
+                row.state,
+                row.payload_digest,
+                row.evidence_digest,
+                row.actor.principal,
+                row.actor.agent_id,
+                row.actor.session,
+                row.captured_at_ms,
+                row.capture_cursor,
+                row.size_bytes,
+                row.citation_count,
+                int(row.has_attestation),
+                json.dumps(list(row.secret_categories)),
+                int(row.adjudication),
+                row.record_id,
+                row.trust_class,
+                json.dumps(list(row.review_reasons)),
+            ),
+        )
+
+    def get_candidate(self, scope: Scope, candidate_id: str) -> CandidateRow | None:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            f"SELECT {CANDIDATE_COLUMNS} FROM candidates"  # noqa: S608
+            " WHERE candidate_id = ? AND tenant = ? AND workspace = ?",
+            (candidate_id, scope.tenant, scope.workspace),
+        ).fetchone()
+        return None if row is None else candidate_row(row)
+
+    def update_candidate(
+        self,
+        scope: Scope,
+        candidate_id: str,
+        *,
+        state: str,
+        adjudication: bool,
+        record_id: str | None,
+        review_reasons: Sequence[str] = (),
+    ) -> None:
+        self._enter_tenant(scope.tenant)
+        self._db.execute(
+            "UPDATE candidates SET state = ?, adjudication = ?, record_id = ?, review_reasons = ?"
+            " WHERE candidate_id = ? AND tenant = ? AND workspace = ?",
+            (
+                state,
+                int(adjudication),
+                record_id,
+                json.dumps(list(review_reasons)),
+                candidate_id,
+                scope.tenant,
+                scope.workspace,
+            ),
+        )
+
+    # -- records ---------------------------------------------------------------------------
+    def insert_record(self, row: RecordRow) -> None:
+        self._enter_tenant(row.scope.tenant)
+        self._db.execute(
+            f"INSERT INTO records ({RECORD_COLUMNS})"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.record_id,
+                row.scope.tenant,
+                row.scope.workspace,
+                row.candidate_id,
+                row.state,
+                row.payload_digest,
+                row.valid_from_ms,
+                row.valid_to_ms,
+                row.expires_at_ms,
+                row.admitted_at_ms,
+                row.state_cursor,
+                row.actor.principal,
+                row.actor.agent_id,
+                row.actor.session,
+                row.captured_at_ms,
+                row.trust_class,
+                row.superseded_by,
+            ),
+        )
+
+    def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE record_id = ? AND tenant = ? AND workspace = ?",  # noqa: S608
+            (record_id, scope.tenant, scope.workspace),
+        ).fetchone()
+        return None if row is None else record_row(row)
+
+    def set_record_state(self, scope: Scope, record_id: str, state: str, cursor: int) -> None:
+        self._enter_tenant(scope.tenant)
+        self._db.execute(
+            "UPDATE records SET state = ?, state_cursor = ? WHERE record_id = ? AND tenant = ? AND workspace = ?",
+            (state, cursor, record_id, scope.tenant, scope.workspace),
+        )
+
+    def find_record_by_digest(self, scope: Scope, payload_digest: str, state: str) -> str | None:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            "SELECT record_id FROM records WHERE tenant = ? AND workspace = ? AND payload_digest = ?"
+            " AND state = ? ORDER BY rid LIMIT 1",
+            (scope.tenant, scope.workspace, payload_digest, state),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    # -- sealed bodies ---------------------------------------------------------------------
+    def put_body(self, scope: Scope, owner_id: str, body: SealedBody) -> None:
+        self._enter_tenant(scope.tenant)
+        self._db.execute(
+            "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext) VALUES (?, ?, ?, ?, ?)",
+            (owner_id, scope.tenant, scope.workspace, body.nonce, body.ciphertext),
+        )
+
+    def get_body(self, scope: Scope, owner_id: str) -> SealedBody | None:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            "SELECT nonce, ciphertext FROM sealed_bodies WHERE owner_id = ? AND tenant = ? AND workspace = ?",
+            (owner_id, scope.tenant, scope.workspace),
+        ).fetchone()
+        if row is None:
+            return None
+        return SealedBody(nonce=bytes(row[0]), ciphertext=bytes(row[1]))
+
+    def destroy_body(self, scope: Scope, owner_id: str) -> bool:
+        self._enter_tenant(scope.tenant)
+        cursor = self._db.execute(
+            "DELETE FROM sealed_bodies WHERE owner_id = ? AND tenant = ? AND workspace = ?",
+            (owner_id, scope.tenant, scope.workspace),
+        )
+        return cursor.rowcount > 0
+
+    def ended_owners(self, owner_ids: Sequence[str]) -> set[str]:
+        # Host housekeeping spans scopes: owner ids are globally unique random ids.
+        ended = set()
+        for owner_id in owner_ids:
+            known = self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM candidates WHERE candidate_id = ?)"
+                " OR EXISTS (SELECT 1 FROM records WHERE record_id = ?)",
+                (owner_id, owner_id),
+            ).fetchone()[0]
+            body = self._db.execute("SELECT 1 FROM sealed_bodies WHERE owner_id = ?", (owner_id,)).fetchone()
+            if known and body is None:
+                ended.add(owner_id)
+        return ended
+
+    # -- semantic index: plain rows in both stores ----------------------------------------------
+    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> bool:
+        self._enter_tenant(scope.tenant)
+        current = (record_id, scope.tenant, scope.workspace)
+        # Another model's vector gives way; this model's first vector stays (both are the same floats).
+        self._db.execute(
+            "DELETE FROM record_vectors WHERE model <> ? AND rid = (SELECT rid FROM records"
+            " WHERE record_id = ? AND tenant = ? AND workspace = ?)",
+            (model, *current),
+        )
+        cursor = self._db.execute(
+            "INSERT INTO record_vectors (rid, tenant, workspace, model, vector, subject)"
+            " SELECT rid, tenant, workspace, ?, ?, ? FROM records"
+            " WHERE record_id = ? AND tenant = ? AND workspace = ? AND state = 'accepted_current'"
+            " ON CONFLICT (rid) DO NOTHING",
+            (model, vector, subject, *current),
+        )
+        return bool(cursor.rowcount)
+
+    def records_without_vector(self, scope: Scope, model: str) -> list[UnembeddedRecord]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            "SELECT r.record_id, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms FROM records AS r"
+            " LEFT JOIN record_vectors AS v ON v.rid = r.rid AND v.model = ?"
+            " WHERE r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current' AND v.rid IS NULL"
+            " ORDER BY r.rid",
+            (model, scope.tenant, scope.workspace),
+        ).fetchall()
+        return [UnembeddedRecord(row[0], row[1], row[2], row[3]) for row in rows]
+
+    def vectors(self, scope: Scope, model: str) -> list[StoredVector]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            "SELECT r.record_id, v.vector, v.subject, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms"
+            " FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid"
+            " WHERE v.tenant = ? AND v.workspace = ? AND v.model = ? AND r.state = 'accepted_current'"
+            " ORDER BY v.rid",
+            (scope.tenant, scope.workspace, model),
+        ).fetchall()
+        return [StoredVector(row[0], bytes(row[1]), row[2], row[3], row[4], row[5]) for row in rows]
+
+    def _drop_vector(self, scope: Scope, rid: int) -> None:
+        self._db.execute(
+            "DELETE FROM record_vectors WHERE rid = ? AND tenant = ? AND workspace = ?",
+            (rid, scope.tenant, scope.workspace),
+        )
+
+    # -- lexical index: what both stores keep alike (the index itself is the subclass's) -----------
+    def _rid(self, scope: Scope, record_id: str) -> int | None:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            "SELECT rid FROM records WHERE record_id = ? AND tenant = ? AND workspace = ?",
+            (record_id, scope.tenant, scope.workspace),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def _shift_stats(self, scope: Scope, docs: int, lengths: Sequence[int], tokenizer: str | None = None) -> None:
+        """Keeps the scope's document count and per-field token totals (BM25F's corpus statistics).
+
+        A scope with no entry yet takes the tokenizer of the entry being added; one with entries keeps
+        the tokenizer that built them until a re-index moves it (set_index_tokenizer).
+        """
+        self._enter_tenant(scope.tenant)
+        assignments = ", ".join(f"{column} = {column} + ?" for column in LEN_COLUMNS)
+        cursor = self._db.execute(
+            f"UPDATE scopes SET doc_count = doc_count + ?, {assignments},"  # noqa: S608
+            " tokenizer = CASE WHEN doc_count = 0 THEN COALESCE(?, tokenizer) ELSE tokenizer END"
+            " WHERE tenant = ? AND workspace = ?",
+            (docs, *lengths, tokenizer, scope.tenant, scope.workspace),
+        )
+        if cursor.rowcount != 1:
+            raise StoreInvariantError("index statistics of a scope with no journal")
+
+    def index_stats(self, scope: Scope) -> IndexStats:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            f"SELECT doc_count, {', '.join(LEN_COLUMNS)}, tokenizer FROM scopes"  # noqa: S608
+            " WHERE tenant = ? AND workspace = ?",
+            (scope.tenant, scope.workspace),
+        ).fetchone()
+        if row is None:
+            return IndexStats(doc_count=0, field_token_totals=dict.fromkeys(FIELDS, 0))
+        return IndexStats(
+            doc_count=row[0], field_token_totals=dict(zip(FIELDS, row[1:-1], strict=True)), tokenizer=row[-1]
+        )
+
+    def set_index_tokenizer(self, scope: Scope, tokenizer: str) -> None:
+        self._enter_tenant(scope.tenant)
+        self._db.execute(
+            "UPDATE scopes SET tokenizer = ? WHERE tenant = ? AND workspace = ?",
+            (tokenizer, scope.tenant, scope.workspace),
+        )
+
+    # -- tombstones ------------------------------------------------------------------------
+    def add_tombstone(self, scope: Scope, fingerprints: Sequence[str], at_ms: int) -> None:
+        # The column keeps its first name: it held plain payload digests before the keyed fingerprints.
+        self._enter_tenant(scope.tenant)
+        for fingerprint in sorted(set(fingerprints)):
+            self._db.execute(
+                "INSERT INTO tombstones (tenant, workspace, payload_digest, at_ms) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (scope.tenant, scope.workspace, fingerprint, at_ms),
+            )
+
+    def is_tombstoned(self, scope: Scope, fingerprints: Sequence[str]) -> bool:
+        self._enter_tenant(scope.tenant)
+        for fingerprint in fingerprints:
+            row = self._db.execute(
+                "SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ? AND payload_digest = ?",
+                (scope.tenant, scope.workspace, fingerprint),
+            ).fetchone()
+            if row is not None:
+                return True
+        return False
+
+    # -- idempotency -----------------------------------------------------------------------
+    def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            "SELECT tool, operation_digest, target, response, created_at_ms FROM idempotency"
+            " WHERE tenant = ? AND workspace = ? AND principal = ? AND idem_key = ?",
+            (scope.tenant, scope.workspace, principal, key),
+        ).fetchone()
+        if row is None:
+            return None
+        return IdempotencyRow(
+            scope=scope,
+            principal=principal,
+            key=key,
+            tool=row[0],
+            operation_digest=row[1],
+            target=row[2],
+            response=json.loads(row[3]),
+            created_at_ms=row[4],
+        )
+
+    def put_idempotency(self, row: IdempotencyRow) -> None:
+        self._enter_tenant(row.scope.tenant)
+        self._db.execute(
+            "INSERT INTO idempotency (tenant, workspace, principal, idem_key, tool, operation_digest, target,"
+            " response, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.scope.tenant,
+                row.scope.workspace,
+                row.principal,
+                row.key,
+                row.tool,
+                row.operation_digest,
+                row.target,
+                compact_json(row.response),
+                row.created_at_ms,
+            ),
+        )
+
+    # -- confirmations ---------------------------------------------------------------------
+    def find_confirmations(
+        self, scope: Scope, principal: str, tool: str, target: str, operation_digest: str
+    ) -> list[ConfirmationRow]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            f"SELECT {CONFIRMATION_COLUMNS} FROM confirmations"  # noqa: S608
+            " WHERE tenant = ? AND workspace = ? AND principal = ? AND tool = ? AND target = ?"
+            " AND operation_digest = ? ORDER BY requested_at_ms, confirmation_id",
+            (scope.tenant, scope.workspace, principal, tool, target, operation_digest),
+        ).fetchall()
+        return [confirmation_row(row) for row in rows]
+
+    def insert_confirmation(self, row: ConfirmationRow) -> None:
+        self._enter_tenant(row.scope.tenant)
+        self._db.execute(
+            f"INSERT INTO confirmations ({CONFIRMATION_COLUMNS})"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self._confirmation_values(row),
+        )
+
+    def save_confirmation(self, row: ConfirmationRow) -> None:
+        self._enter_tenant(row.scope.tenant)
+        self._db.execute(
+            "UPDATE confirmations SET status = ?, decided_at_ms = ?, decided_by = ?, approval_expires_at_ms = ?,"
+            " consumed_at_ms = ? WHERE confirmation_id = ?",
+            (
+                row.status,
+                row.decided_at_ms,
+                row.decided_by,
+                row.approval_expires_at_ms,
+                row.consumed_at_ms,
+                row.confirmation_id,
+            ),
+        )
+
+    @staticmethod
+    def _confirmation_values(row: ConfirmationRow) -> tuple[Any, ...]:
+        return (
+            row.confirmation_id,
+            row.scope.tenant,
+            row.scope.workspace,
+            row.actor.principal,
+            row.actor.agent_id,
+            row.actor.session,
+            row.tool,
+            row.target,
+            row.operation_digest,
+            row.reason_ref,
+            compact_json(dict(row.summary)),
+            row.status,
+            row.requested_at_ms,
+            row.decided_at_ms,
+            row.decided_by,
+            row.approval_expires_at_ms,
+            row.consumed_at_ms,
+        )
+
+    def get_confirmation(self, confirmation_id: str) -> ConfirmationRow | None:
+        # Host path: the human names a request from the cross-scope queue by its id alone.
+        row = self._db.execute(
+            f"SELECT {CONFIRMATION_COLUMNS} FROM confirmations WHERE confirmation_id = ?",  # noqa: S608
+            (confirmation_id,),
+        ).fetchone()
+        return None if row is None else confirmation_row(row)
+
+    def list_confirmations(self, statuses: Sequence[str] | None) -> list[ConfirmationRow]:
+        # Host path: the confirmation queue spans scopes on purpose (one human answers for the host).
+        query = f"SELECT {CONFIRMATION_COLUMNS} FROM confirmations"  # noqa: S608
+        params: tuple[str, ...] = ()
+        if statuses is not None:
+            query += " WHERE status IN (" + ", ".join("?" for _ in statuses) + ")"
+            params = tuple(statuses)
+        rows = self._db.execute(query + " ORDER BY requested_at_ms, confirmation_id", params).fetchall()
+        return [confirmation_row(row) for row in rows]
+
+    # -- audit -----------------------------------------------------------------------------
+    def append_audit(self, row: AuditRow) -> None:
+        if row.tenant is not None:
+            self._enter_tenant(row.tenant)
+        self._db.execute(
+            "INSERT INTO audit_log (audit_id, at_ms, tool, outcome, tenant, workspace, principal, agent_id,"
+            " session, token_id, request_digest, response_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.audit_id,
+                row.at_ms,
+                row.tool,
+                row.outcome,
+                row.tenant,
+                row.workspace,
+                row.principal,
+                row.agent_id,
+                row.session,
+                row.token_id,
+                row.request_digest,
+                row.response_digest,
+            ),
+        )
