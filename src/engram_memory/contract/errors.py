@@ -101,6 +101,73 @@ MESSAGES: Mapping[ErrorCode, str] = MappingProxyType(
 )
 
 
+# When this version returns each code: one line per code, in Markdown, for docs/errors.md (generated from it).
+# Never sent to an agent; MESSAGES is what an envelope carries.
+WHEN_RETURNED: Mapping[ErrorCode, str] = MappingProxyType(
+    {
+        ErrorCode.INVALID_SCHEMA: (
+            "arguments violate the closed schema, a byte bound, NFC, a cross-reference, or `expires_at` is not after "
+            "capture"
+        ),
+        ErrorCode.INVALID_DIGEST: "the only fault is a digest that is not `sha256:` + 64 lowercase hex",
+        ErrorCode.UNAUTHORIZED: (
+            "`retain` without permission, `expires_at` past the host's cap, reconciliation families without consent"
+        ),
+        ErrorCode.AUTHORIZATION_EXPIRED: "the binding's lifetime is over",
+        ErrorCode.AUTHORIZATION_REVOKED: "the host revoked the binding (`engram-memory revoke`)",
+        ErrorCode.NOT_FOUND: "the target is unknown, in another scope, or (get) not currently eligible",
+        ErrorCode.DIGEST_CONFLICT: "the idempotency key was used with other arguments or another tool",
+        ErrorCode.ILLEGAL_TRANSITION: "the lifecycle forbids the operation (e.g. admitting an accepted candidate)",
+        ErrorCode.ALREADY_TERMINAL: "the target is rejected, withdrawn or tombstoned",
+        ErrorCode.MUTATION_OUTCOME_UNKNOWN: (
+            "the commit itself failed (for writes that arrived together, their shared commit: none of them is "
+            "durable), or an unexpected fault hit a mutation; retry with the same key"
+        ),
+        ErrorCode.GATE_FAILED: "a human's approval is missing; a confirmation request was recorded",
+        ErrorCode.STALE_PAGE: "the page cursor does not match the query, parameters, principal or current state",
+        ErrorCode.RESULT_TOO_LARGE: "reserved: the schema's bounds keep every response under the limit",
+        ErrorCode.PROJECTION_OVERSIZED: "a single record's packet exceeds `max_packet_bytes`",
+        ErrorCode.RATE_LIMITED: "reserved (no rate limit in the embedded store)",
+        ErrorCode.DEADLINE_EXCEEDED: "reserved",
+        ErrorCode.CANCELLED: "reserved",
+        ErrorCode.STORE_UNAVAILABLE: (
+            "the store could not be opened or locked, a statement failed before commit, or an unexpected fault hit "
+            "a read"
+        ),
+        ErrorCode.FENCE_LOST: "reserved (server deployments)",
+        ErrorCode.CURSOR_GAP: "host side: `verify` / `serve`'s start-up check found a missing journal event",
+        ErrorCode.POLICY_UNAVAILABLE: "`policy.toml` cannot be read or parsed",
+        ErrorCode.POLICY_STALE: (
+            "the policy changed between an admission decision and its commit, or the decision took over 300 s"
+        ),
+        ErrorCode.PROJECTION_STALE: "host side: `verify` found the lexical index out of step with the accepted records",
+        ErrorCode.RANKING_UNAVAILABLE: (
+            "`minimum_channels: lexical_and_semantic` while no embedding model is installed (the `semantic` extra, "
+            "or `ENGRAM_EMBEDDING_MODEL=off`)"
+        ),
+        ErrorCode.CAPABILITY_UNAVAILABLE: "reserved",
+        ErrorCode.JOURNAL_CORRUPT: (
+            "host side: `verify` / the start-up check found a changed or unreadable journal row, or tables that "
+            "replay does not reproduce (`serve` then refuses to start)"
+        ),
+        ErrorCode.BLOB_MISSING: (
+            "a record's sealed body or its data key in the vault is missing or does not open (also reported by "
+            "`verify`)"
+        ),
+        ErrorCode.REGISTRY_VERSION_UNAVAILABLE: "reserved",
+        ErrorCode.BACKUP_INVALID: (
+            "host side: `restore` read an archive that is tampered, truncated, extended or not this home's"
+        ),
+        ErrorCode.RESTORE_REFUSED: (
+            "host side: `restore` into a store that holds data, or a restored state that does not verify"
+        ),
+        ErrorCode.MIGRATION_LEDGER_INVALID: (
+            "host side: the store's or vault's migration ledger does not match the bundled migrations"
+        ),
+    }
+)
+
+
 class ContractError(Exception):
     """A failure the agent sees as an envelope; carries only its code, never details."""
 
@@ -130,6 +197,22 @@ TRUSTED_CONTEXT_UNAVAILABLE_CODE = -32603
 TRUSTED_CONTEXT_UNAVAILABLE_MESSAGE = "Trusted invocation context unavailable"
 UNKNOWN_TOOL_CODE = -32602
 UNKNOWN_TOOL_MESSAGE = "Unknown tool"
+
+PROTOCOL_FAULT_MESSAGES: Mapping[int, str] = MappingProxyType(
+    {
+        TRUSTED_CONTEXT_UNAVAILABLE_CODE: TRUSTED_CONTEXT_UNAVAILABLE_MESSAGE,
+        UNKNOWN_TOOL_CODE: UNKNOWN_TOOL_MESSAGE,
+    }
+)
+# When each protocol fault is returned, in Markdown, for docs/errors.md (generated from it).
+PROTOCOL_FAULT_WHEN: Mapping[int, str] = MappingProxyType(
+    {
+        TRUSTED_CONTEXT_UNAVAILABLE_CODE: (
+            "no binding, a binding that does not verify, or a `purpose_ref` other than the bound one"
+        ),
+        UNKNOWN_TOOL_CODE: "a tool that does not exist or is not granted to this binding",
+    }
+)
 
 
 def trusted_context_unavailable() -> ProtocolFault:

@@ -11,6 +11,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.tools import Tool
 
 
 class CandidateState(StrEnum):
@@ -84,6 +85,26 @@ RECORD_TRANSITIONS: Mapping[Operation, tuple[frozenset[RecordState], frozenset[R
 
 TERMINAL_CANDIDATE_STATES = frozenset({CandidateState.REJECTED, CandidateState.WITHDRAWN})
 TERMINAL_RECORD_STATES = frozenset({RecordState.TOMBSTONED})
+
+# The operation each agent tool applies to its target itself (request_admission's outcome is the policy's).
+AGENT_OPERATIONS: Mapping[Tool, Operation] = MappingProxyType(
+    {Tool.WITHDRAW: Operation.WITHDRAW, Tool.FORGET: Operation.TOMBSTONE}
+)
+# Who besides an agent tool performs each operation, for docs/lifecycle.md (generated from it).
+PERFORMED_BY: Mapping[Operation, str] = MappingProxyType(
+    {
+        Operation.ACCEPT: "admission policy or the host's review",
+        Operation.REJECT: "admission policy or the host's review",
+        Operation.DISPUTE: "host",
+        Operation.RESOLVE_DISPUTE: "host",
+        Operation.SUPERSEDE: "host",
+        Operation.MARK_NON_CURRENT: "host",
+        Operation.REWIND: "host",
+        Operation.EXPIRE: "host or automatic",
+        Operation.TRUST_INVALIDATE: "host",
+        Operation.TOMBSTONE: "host",
+    }
+)
 
 
 def candidate_transition(operation: Operation, current: CandidateState) -> CandidateState:

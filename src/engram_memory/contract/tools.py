@@ -5,7 +5,9 @@ Names are the contract's; everything that dispatches on a tool uses these consta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from types import MappingProxyType
 
 
 class Tool(StrEnum):
@@ -26,6 +28,22 @@ READ_ONLY_TOOLS = frozenset({Tool.SEARCH, Tool.GET})
 MUTATING_TOOLS = frozenset({Tool.CAPTURE, Tool.REQUEST_ADMISSION, Tool.WITHDRAW, Tool.FORGET})
 ALWAYS_GATED_TOOLS = frozenset({Tool.WITHDRAW, Tool.FORGET})
 OPTIONALLY_GATED_TOOLS = frozenset({Tool.CAPTURE, Tool.REQUEST_ADMISSION})
+
+# What an agent can do with each tool, one line in Markdown, for the README's tool table (generated from it).
+# The agent's own description is in mcp/tools.py; this is for the people who run the host.
+SUMMARIES: Mapping[Tool, str] = MappingProxyType(
+    {
+        Tool.SEARCH: (
+            "find current memories of its workspace, ranked (BM25F fused with a multilingual embedding model), "
+            "with citations and a rank receipt"
+        ),
+        Tool.GET: "read one current record with a read receipt",
+        Tool.CAPTURE: "submit cited knowledge as an encrypted, pending candidate",
+        Tool.REQUEST_ADMISSION: "ask the host's admission policy to decide a candidate",
+        Tool.WITHDRAW: "withdraw a pending candidate",
+        Tool.FORGET: "forget a record for good",
+    }
+)
 
 
 def tool_from_name(name: str) -> Tool | None:
