@@ -497,10 +497,12 @@ def test_secret_finding_is_frozen() -> None:
 
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_adversarial_megabyte_scans_quickly(name: str) -> None:
+    # CPU time of this thread, not wall-clock: other processes on a busy machine do not count, a
+    # quadratic pattern (minutes of CPU on a megabyte) still does.
     text = ADVERSARIAL[name]
-    began = time.perf_counter()
+    began = time.thread_time()
     scan_text(text, categories=ALL)
-    assert time.perf_counter() - began < 2.0
+    assert time.thread_time() - began < 2.0
 
 
 @settings(max_examples=300, deadline=None)

@@ -19,7 +19,8 @@ from pathlib import Path
 from engram_memory.engine.verify import verify_store
 from engram_memory.host.compose import HomeError
 from engram_memory.host.keys.files import KeyFileError
-from engram_memory.host.recovery.backup import BackupRefused, backup_home
+from engram_memory.host.recovery.backup import backup_home
+from engram_memory.host.recovery.manifest import BackupRefused
 from engram_memory.host.recovery.restore import restore_home
 from engram_memory.host.settings import HostPaths
 from tests.reliability.scale import amount, report

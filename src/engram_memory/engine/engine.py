@@ -29,15 +29,18 @@ from engram_memory.contract.tools import MUTATING_TOOLS, Tool
 from engram_memory.contract.validate import validate_arguments
 from engram_memory.engine import capture
 from engram_memory.engine.admission import request as admit
-from engram_memory.engine.admission.policy import AdmissionPolicy
+from engram_memory.engine.admission.policy import AdmissionPolicy, PolicySource
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
+from engram_memory.engine.host_front import HostFront
 from engram_memory.engine.lifecycle import withdraw_forget as removal
 from engram_memory.engine.lifecycle.gate import ConfirmationError, approve, deny, effective_status
-from engram_memory.engine.ports.store import AuditRow, ConfirmationRow
+from engram_memory.engine.ports.store import AuditRow, Clock, ConfirmationRow, KeyRing, KeyVault, Store
 from engram_memory.engine.recall import reindex
 from engram_memory.engine.recall import search_and_get as recall
+from engram_memory.engine.recall.indexer import VectorIndexer
 from engram_memory.engine.recall.reindex import IndexStatus, ReindexProgress, ReindexReport
+from engram_memory.engine.recall.semantic import VectorCache
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +102,26 @@ class ImportOutcome:
     admitted: dict[str, Any] | None
 
 
-class Engine:
+class Engine(HostFront):
+    """Agents' calls enter by `handle` and `handle_group`; the host's commands by the methods of HostFront."""
+
+    @classmethod
+    def assemble(
+        cls,
+        *,
+        store: Store,
+        keyring: KeyRing,
+        vault: KeyVault,
+        policies: PolicySource,
+        clock: Clock,
+        cursor_key: bytes,
+        audit_key: bytes,
+        semantic: VectorCache | None = None,
+        indexer: VectorIndexer | None = None,
+    ) -> Engine:
+        """The composition root's way in: the host hands over components, never a Deps of its own."""
+        return cls(Deps(store, keyring, vault, policies, clock, cursor_key, audit_key, semantic, indexer))
+
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 

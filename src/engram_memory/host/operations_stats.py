@@ -92,12 +92,9 @@ def _states(counts: Counter[str], known: list[str]) -> dict[str, int]:
 
 def gather_stats(engine: Engine, paths: HostPaths) -> StoreStats:
     """Raises ContractError STORE_UNAVAILABLE when the store or the vault cannot be read."""
-    with engine.deps.store.read() as tx:
-        candidate_counts = tx.candidate_state_counts()
-        record_counts = tx.record_state_counts()
-        events = tx.journal_event_counts()
-        indexed = tx.indexed_counts()
-    revoked = engine.deps.vault.revocation_count()
+    tallies = engine.state_tallies()
+    candidate_counts, record_counts = tallies.candidates, tallies.records
+    events, indexed, revoked = tallies.events, tallies.indexed, tallies.revocations
     scopes: dict[Scope, ScopeStats] = {}
 
     def of(scope: Scope) -> ScopeStats:

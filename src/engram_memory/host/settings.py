@@ -152,3 +152,18 @@ def parse_store_settings(text: str) -> StoreSettings:
     if store == SQLITE_STORE and (app_role is not None or vault is not None):
         raise SettingsError("config.toml: app_role and vault apply to a PostgreSQL store only")
     return StoreSettings(store=store, app_role=app_role, vault=vault, pool_size=pool_size)
+
+
+class HomeError(Exception):
+    """The home is missing, half made, or configured for a store this build cannot open."""
+
+
+def store_settings(paths: HostPaths) -> StoreSettings:
+    """The home's config.toml, read now (a test or an operator may have changed it). Raises HomeError."""
+    try:
+        text = paths.config.read_text(encoding="utf-8")
+        return parse_store_settings(text)
+    except SettingsError as exc:
+        raise HomeError(str(exc)) from exc
+    except (OSError, ValueError) as exc:  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
+        raise HomeError(f"cannot read {paths.config}: run 'engram-memory init' first") from exc

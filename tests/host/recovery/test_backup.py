@@ -31,7 +31,7 @@ from engram_memory.engine.sealing.seal import open_sealed
 from engram_memory.host.compose import open_store, open_vault, store_settings
 from engram_memory.host.keys.files import backup_key, load_keyring, load_mac_keys
 from engram_memory.host.recovery.archive import CHUNK_BYTES, TAG_BYTES, open_archive, seal_archive
-from engram_memory.host.recovery.backup import JOURNAL_ROOT_DOMAIN
+from engram_memory.host.recovery.manifest import JOURNAL_ROOT_DOMAIN
 from engram_memory.host.recovery.restore import RESTORE_REASON
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
@@ -444,8 +444,8 @@ def test_authentic_archive_with_a_changed_journal_event_is_restore_refused(backe
     _wipe_store(paths)
     line = assert_one_line_failure(cli("restore", forged, "--home", paths.home))
     assert line == (
-        "engram-memory: error: RESTORE_REFUSED: JOURNAL_CORRUPT: the journal of scope:tenant-a/workspace-1;"
-        " nothing was written"
+        "engram-memory: error: RESTORE_REFUSED: JOURNAL_CORRUPT: the journal of tenant-a/workspace-1 fails at"
+        " cursor 3 (its columns disagree with its body); nothing was written"
     )
     assert not paths.store_dir.exists()
 

@@ -11,33 +11,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.contract.ids import new_record_id
-from engram_memory.contract.instants import parse_instant
 from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
 from engram_memory.contract.tools import Tool
-from engram_memory.engine import journal
 from engram_memory.engine.admission.decision import CandidateFacts, Decision, Verdict, decide, rejection_reasons
+from engram_memory.engine.admission.effects import apply_decision
 from engram_memory.engine.admission.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import replayed_response
 from engram_memory.engine.lifecycle.gate import GateRequest, check_gate, consume
 from engram_memory.engine.lifecycle.tombstone_guard import candidate_fingerprints, guard_key
-from engram_memory.engine.mutation import append_event, head_of, remember_response, run_mutation
-from engram_memory.engine.ports.store import CandidateRow, JournalEvent, RecordRow, StoreTx
-from engram_memory.engine.projection import add_index_entry
-from engram_memory.engine.recall.semantic import index_vector
+from engram_memory.engine.mutation import head_of, remember_response, run_mutation
+from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.sealing.bodies import read_body
-from engram_memory.engine.sealing.seal import seal
 
-# verdict -> (journal event, candidate state, waiting for a human)
-_EFFECTS = {
-    Verdict.ACCEPT: (journal.CANDIDATE_ACCEPTED, CandidateState.ACCEPTED_CURRENT, False),
-    Verdict.DUPLICATE: (journal.CANDIDATE_DUPLICATE, CandidateState.ACCEPTED_CURRENT, False),
-    Verdict.REJECT: (journal.CANDIDATE_REJECTED, CandidateState.REJECTED, False),
-    Verdict.ADJUDICATE: (journal.CANDIDATE_ADJUDICATION, CandidateState.PENDING, True),
-}
 _CANDIDATE_BODY_ENDED = frozenset({"accepted", "rejected", "duplicate_exact"})
 _PLAINTEXT_LIVES_ON = frozenset({"accepted", "duplicate_exact"})
 _STATUS = {
@@ -153,78 +141,16 @@ def _apply(
     plaintext: bytes | None,
 ) -> tuple[list[JournalEvent], str | None]:
     """Writes the decision's effects; returns the events appended and the record id, if any."""
-    scope, candidate_id = call.scope, candidate.candidate_id
     if candidate.adjudication:
         return [], None
-    data: dict[str, Any] = {
-        "candidate_id": candidate_id,
-        "payload_digest": candidate.payload_digest,
-        "decision_receipt_digest": decision_digest,
-        "policy_id": decision.policy_id,
-        "policy_version": decision.policy_version,
-        "reasons": list(decision.reasons),
-    }
-    kind, state, adjudication = _EFFECTS[decision.verdict]
-    record_id = new_record_id() if decision.verdict is Verdict.ACCEPT else decision.duplicate_of
-    if record_id is not None:
-        data["record_id"] = record_id
-    event = append_event(tx, call, kind, data)
-    if decision.verdict is Verdict.ACCEPT and record_id is not None:
-        create_record(deps, tx, candidate, record_id, event.cursor, call.now_ms, plaintext=plaintext)
-    elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
-        tx.destroy_body(scope, candidate_id)
-    tx.update_candidate(
-        scope,
-        candidate_id,
-        state=state.value,
-        adjudication=adjudication,
-        record_id=record_id,
-        review_reasons=decision.reasons if adjudication else (),
+    event, record_id = apply_decision(
+        deps,
+        tx,
+        candidate,
+        decision,
+        decision_digest,
+        actor=call.actor_claims(),
+        at_ms=call.now_ms,
+        plaintext=plaintext,
     )
     return [event], record_id
-
-
-def create_record(
-    deps: Deps,
-    tx: StoreTx,
-    candidate: CandidateRow,
-    record_id: str,
-    cursor: int,
-    at_ms: int,
-    *,
-    plaintext: bytes | None = None,
-) -> None:
-    """The accepted candidate becomes a record: re-sealed under its own key, indexed, candidate body gone.
-
-    Shared by the admission policy and the host's review queue; `plaintext` is the candidate's body when
-    the caller opened it already. Raises ContractError BLOB_MISSING.
-    """
-    scope = candidate.scope
-    if plaintext is None:
-        plaintext = read_body(deps, tx, scope, candidate.candidate_id, "candidate")
-    payload = json.loads(plaintext)["payload"]
-    expires_at = payload["retention"].get("expires_at")
-    tx.insert_record(
-        RecordRow(
-            scope=scope,
-            record_id=record_id,
-            candidate_id=candidate.candidate_id,
-            state=RecordState.ACCEPTED_CURRENT.value,
-            payload_digest=candidate.payload_digest,
-            valid_from_ms=payload["valid_time"]["t"],
-            valid_to_ms=payload["valid_time"].get("t_end"),
-            expires_at_ms=None if expires_at is None else parse_instant(expires_at),
-            admitted_at_ms=at_ms,
-            state_cursor=cursor,
-            actor=candidate.actor,
-            captured_at_ms=candidate.captured_at_ms,
-            trust_class=candidate.trust_class,
-        )
-    )
-    tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
-    tx.destroy_body(scope, candidate.candidate_id)
-    add_index_entry(tx, scope, record_id, payload)
-    if deps.indexer is not None:
-        deps.indexer.schedule(scope, record_id, payload)
-    else:
-        index_vector(deps.semantic, tx, scope, record_id, payload)

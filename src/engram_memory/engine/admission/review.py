@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.contract.ids import new_record_id
 from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
 from engram_memory.contract.tools import Tool
-from engram_memory.engine import journal
 from engram_memory.engine.admission.decision import Decision, Verdict, rejection_reasons
-from engram_memory.engine.admission.request import candidate_facts, create_record
+from engram_memory.engine.admission.effects import EFFECTS, apply_decision
+from engram_memory.engine.admission.request import candidate_facts
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.mutation import append_event_as, host_actor
+from engram_memory.engine.mutation import host_actor
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.sealing.bodies import read_body
@@ -29,13 +28,6 @@ from engram_memory.engine.secrets import CATEGORIES, SecretFinding, scan_value
 HOST_REVIEW = "host_review"
 DEFAULT_QUEUE_LIMIT = 100
 _ALL_CATEGORIES = frozenset(CATEGORIES)
-
-# verdict -> (journal event, candidate state, the status the agent's replay returns)
-_EFFECTS = {
-    Verdict.ACCEPT: (journal.CANDIDATE_ACCEPTED, CandidateState.ACCEPTED_CURRENT, "accepted"),
-    Verdict.DUPLICATE: (journal.CANDIDATE_DUPLICATE, CandidateState.ACCEPTED_CURRENT, "duplicate_exact"),
-    Verdict.REJECT: (journal.CANDIDATE_REJECTED, CandidateState.REJECTED, "rejected"),
-}
 
 
 class ReviewError(Exception):
@@ -144,12 +136,14 @@ def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str) -> 
         else:
             decision = Decision(Verdict.ACCEPT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest)
         decision_digest = decision_receipt_digest(candidate_id, decision, now_ms)
-        event, record_id = _apply(deps, tx, candidate, decision, decision_digest, decided_by, now_ms)
+        event, record_id = apply_decision(
+            deps, tx, candidate, decision, decision_digest, actor=host_actor(decided_by), at_ms=now_ms
+        )
 
         # The decision names the policy in force: it must still be in force when it commits.
         if deps.policies.current().digest != policy.digest:
             raise ContractError(ErrorCode.POLICY_STALE)
-        status = _EFFECTS[decision.verdict][2]
+        status = EFFECTS[decision.verdict][3]
         rewritten = _rewrite_answers(tx, candidate, status, record_id, event, decision_digest)
     # The body is gone in the committed state; now its key and the erased pages go too.
     key_destroyed = deps.vault.destroy([candidate_id], deps.clock.now_ms())
@@ -167,38 +161,6 @@ def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str) -> 
         answers_rewritten=rewritten,
         key_destroyed=key_destroyed,
     )
-
-
-def _apply(
-    deps: Deps,
-    tx: StoreTx,
-    candidate: CandidateRow,
-    decision: Decision,
-    decision_digest: str,
-    decided_by: str,
-    now_ms: int,
-) -> tuple[JournalEvent, str | None]:
-    """Journals the decision in the candidate's own scope and writes its effects; returns the event."""
-    scope, candidate_id = candidate.scope, candidate.candidate_id
-    kind, state, _ = _EFFECTS[decision.verdict]
-    record_id = new_record_id() if decision.verdict is Verdict.ACCEPT else decision.duplicate_of
-    data: dict[str, Any] = {
-        "candidate_id": candidate_id,
-        "payload_digest": candidate.payload_digest,
-        "decision_receipt_digest": decision_digest,
-        "policy_id": decision.policy_id,
-        "policy_version": decision.policy_version,
-        "reasons": list(decision.reasons),
-    }
-    if record_id is not None:
-        data["record_id"] = record_id
-    event = append_event_as(tx, scope, host_actor(decided_by), now_ms, kind, data)
-    if decision.verdict is Verdict.ACCEPT and record_id is not None:
-        create_record(deps, tx, candidate, record_id, event.cursor, now_ms)
-    else:
-        tx.destroy_body(scope, candidate_id)
-    tx.update_candidate(scope, candidate_id, state=state.value, adjudication=False, record_id=record_id)
-    return event, record_id
 
 
 def _rewrite_answers(

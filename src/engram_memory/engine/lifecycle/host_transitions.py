@@ -18,7 +18,8 @@ from engram_memory.contract.states import RECORD_TRANSITIONS, Operation, RecordS
 from engram_memory.engine import journal
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.lifecycle.erasure import coverage_of, destroy_record_key, erase_record
-from engram_memory.engine.mutation import append_event_as, host_actor
+from engram_memory.engine.lifecycle.transitions import record_transitioned
+from engram_memory.engine.mutation import host_actor
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.store import JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.projection import add_index_entry
@@ -339,15 +340,7 @@ def _journal(
     act: _Act,
     extra: Mapping[str, Any],
 ) -> Transition:
-    data: dict[str, Any] = {
-        "record_id": record.record_id,
-        "operation": operation.value,
-        "from_state": record.state,
-        "to_state": to_state.value,
-        **extra,
-    }
-    if act.reason_ref is not None:
-        data["reason_ref"] = act.reason_ref
-    event = append_event_as(tx, record.scope, act.actor, act.at_ms, journal.RECORD_TRANSITIONED, data)
-    tx.set_record_state(record.scope, record.record_id, to_state.value, event.cursor)
+    event = record_transitioned(
+        tx, record, operation, to_state, actor=act.actor, at_ms=act.at_ms, reason_ref=act.reason_ref, extra=extra
+    )
     return Transition(record, operation.value, record.state, to_state.value, event)

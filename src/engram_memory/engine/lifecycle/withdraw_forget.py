@@ -19,13 +19,13 @@ from engram_memory.contract.states import (
     record_transition,
 )
 from engram_memory.contract.tools import Tool
-from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import replayed_response
 from engram_memory.engine.lifecycle.erasure import coverage_of, destroy_record_key, erase_record
 from engram_memory.engine.lifecycle.gate import GatePass, GateRequest, check_gate, consume
-from engram_memory.engine.mutation import append_event, remember_response, run_mutation
+from engram_memory.engine.lifecycle.transitions import candidate_withdrawn, record_transitioned
+from engram_memory.engine.mutation import remember_response, run_mutation
 from engram_memory.engine.ports.store import JournalEvent, StoreTx
 from engram_memory.engine.receipts import authorization_receipt_digest, transaction_receipt_digest
 
@@ -130,19 +130,14 @@ def _withdraw(
     if gate is None:
         return None
     tx.destroy_body(call.scope, candidate_id)
-    event = append_event(
+    event = candidate_withdrawn(
         tx,
-        call,
-        journal.CANDIDATE_WITHDRAWN,
-        {
-            "candidate_id": candidate_id,
-            "from_state": candidate.state,
-            "to_state": to_state.value,
-            "reason_ref": reason_ref,
-            "confirmation_id": gate.confirmation.confirmation_id,
-        },
+        candidate,
+        actor=call.actor_claims(),
+        at_ms=call.now_ms,
+        reason_ref=reason_ref,
+        confirmation_id=gate.confirmation.confirmation_id,
     )
-    tx.update_candidate(call.scope, candidate_id, state=to_state.value, adjudication=False, record_id=None)
     consume(tx, gate, deps.clock.now_ms())
     response = {
         "receipt": _receipt(call, Tool.WITHDRAW, key, event, "withdraw", candidate.state, to_state.value, gate),
@@ -171,20 +166,16 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
     if gate is None:
         return None
     surfaces = erase_record(deps, tx, record, call.now_ms)
-    event = append_event(
+    event = record_transitioned(
         tx,
-        call,
-        journal.RECORD_TRANSITIONED,
-        {
-            "record_id": record_id,
-            "operation": Operation.TOMBSTONE.value,
-            "from_state": record.state,
-            "to_state": to_state.value,
-            "reason_ref": reason_ref,
-            "confirmation_id": gate.confirmation.confirmation_id,
-        },
+        record,
+        Operation.TOMBSTONE,
+        to_state,
+        actor=call.actor_claims(),
+        at_ms=call.now_ms,
+        reason_ref=reason_ref,
+        extra={"confirmation_id": gate.confirmation.confirmation_id},
     )
-    tx.set_record_state(call.scope, record_id, to_state.value, event.cursor)
     consume(tx, gate, deps.clock.now_ms())
     coverage = coverage_of(record_id, event.cursor, surfaces)
     response = {

@@ -63,6 +63,16 @@ class StateCount:
     adjudication: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SealedOwner:
+    """One sealed body and what owns it: kind is "record", "candidate" or "none" (an orphan)."""
+
+    scope: Scope
+    owner_id: str
+    kind: str
+    state: str | None
+
+
 class OperationsTx(Protocol):
     """Host-path methods; agent calls never use them."""
 
@@ -75,6 +85,10 @@ class OperationsTx(Protocol):
     def candidate_states(self, scope: Scope) -> list[CandidateStateRow]: ...
     def record_states(self, scope: Scope) -> dict[str, str]: ...
     def body_owners(self, scope: Scope) -> set[str]: ...
+    def sealed_owners(self) -> list[SealedOwner]:
+        """Every sealed body of every scope with its owner's kind and state (a restore settles them all)."""
+        ...
+
     def index_entries(self, scope: Scope) -> list[IndexEntry]: ...
     def index_row_count(self) -> int: ...
     def vector_entries(self, scope: Scope) -> list[VectorEntry]: ...

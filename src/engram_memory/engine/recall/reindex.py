@@ -18,9 +18,9 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.ports.store import IndexStats, Scope, StoreTx
-from engram_memory.engine.projection import index_fields
+from engram_memory.engine.projection import add_index_entry, index_fields
 from engram_memory.engine.recall.indexer import EMBED_THREADS
-from engram_memory.engine.recall.semantic import VectorCache, embed_record, embedding_texts, to_bytes
+from engram_memory.engine.recall.semantic import VectorCache, embed_record, embedding_texts, index_vector, to_bytes
 from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.engine.sealing.bodies import read_payload
 
@@ -206,3 +206,35 @@ def _embed_batch(
         for scope, item in ready:
             written += tx.put_vector(scope, item.record_id, model, to_bytes(item.vector), item.subject)
     return written, unreadable
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildReport:
+    indexed: int
+    unopened: int
+
+
+def rebuild_from_bodies(deps: Deps) -> RebuildReport:
+    """The derived indexes of a store that carries none (a restore's working copy), from its bodies.
+
+    Every body must open: one that does not is counted, so the caller can refuse the whole store rather
+    than serve one whose index silently lacks a memory. Vectors are embedded when the model is installed.
+    """
+    with deps.store.read() as tx:
+        owners = tx.sealed_owners()
+    indexed = unopened = 0
+    with deps.store.write() as tx:
+        for owner in owners:
+            if owner.kind == "none":
+                unopened += 1
+                continue
+            try:
+                payload = read_payload(deps, tx, owner.scope, owner.owner_id, owner.kind)
+            except ContractError:
+                unopened += 1
+                continue
+            if owner.kind == "record" and owner.state == RecordState.ACCEPTED_CURRENT.value:
+                add_index_entry(tx, owner.scope, owner.owner_id, payload)
+                index_vector(deps.semantic, tx, owner.scope, owner.owner_id, payload)
+                indexed += 1
+    return RebuildReport(indexed, unopened)

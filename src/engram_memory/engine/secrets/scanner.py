@@ -10,7 +10,6 @@ from engram_memory.engine.secrets.detectors_assignments import (
     _find_bearer_tokens,
     _find_connection_strings,
     _find_env_assignments,
-    _find_password_assignments,
     _find_session_cookies,
     _find_url_credentials,
 )
@@ -22,6 +21,7 @@ from engram_memory.engine.secrets.detectors_keys import (
     _find_personal_data,
     _find_private_keys,
 )
+from engram_memory.engine.secrets.detectors_passwords import _find_password_assignments
 from engram_memory.engine.secrets.judgement import Span, _merge
 
 CATEGORIES: tuple[str, ...] = (

@@ -201,7 +201,6 @@ def serve(
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="engram-memory: %(levelname)s %(message)s")
     log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
-    from engram_memory.engine.verify import verify_store
     from engram_memory.host.serve.http import ListenError, refuse_unsafe_address, serve_http
     from engram_memory.host.serve.stdio import serve_with_housekeeping
     from engram_memory.mcp.server import build_server
@@ -215,7 +214,7 @@ def serve(
             # Indexes built by another tokenizer or model are moved first: a stale scope cannot be searched.
             cli_index.serve_reindex(owner, log.info)
             # A store that fails its start-up check is refused rather than allowed to answer wrongly.
-            first = verify_store(owner.deps, full=False).first
+            first = owner.verify(full=False).first
             if first is not None:
                 fail(f"{first.line}; run engram-memory verify")
             if http:

@@ -21,7 +21,8 @@ from engram_memory.host.cli.common import HomeOption, JsonOption, fail, out, say
 from engram_memory.host.compose import HomeError, current_user
 from engram_memory.host.keys.files import KeyFileError
 from engram_memory.host.keys.rotation import DEFAULT_BATCH_SIZE, RotationRefused, rotate_keys
-from engram_memory.host.recovery.backup import BackupRefused, backup_home
+from engram_memory.host.recovery.backup import backup_home
+from engram_memory.host.recovery.manifest import BackupRefused
 from engram_memory.host.recovery.restore import restore_home
 from engram_memory.host.settings import resolve_home
 

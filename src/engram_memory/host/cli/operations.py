@@ -23,8 +23,8 @@ from rich.table import Table
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant, parse_instant
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports.store import AuditRow, RevocationRow
-from engram_memory.engine.verify import VerifyReport, problems_json, verify_store
+from engram_memory.engine.ports.store import AuditRow
+from engram_memory.engine.verify import VerifyReport, problems_json
 from engram_memory.host.cli.common import HomeOption, JsonOption, err, fail, opened_engine, out, say
 from engram_memory.host.compose import current_user
 from engram_memory.host.operations_stats import StoreStats, gather_stats
@@ -65,10 +65,10 @@ def verify(
     """Walk every scope's journal, heads, tables, bodies and index; exit 1 naming what is wrong."""
     with opened_engine(home) as (engine, _):
         if as_json or not err.is_terminal:
-            report = verify_store(engine.deps, full=not quick)
+            report = engine.verify(full=not quick)
         else:
             with err.status("verifying the store"):
-                report = verify_store(engine.deps, full=not quick)
+                report = engine.verify(full=not quick)
     if as_json:
         sys.stdout.write(json_text(problems_json(report)) + "\n")
     else:
@@ -215,8 +215,8 @@ def audit_line(row: AuditRow) -> str:
 
 def _write_audit(engine: Engine, since_ms: int | None, until_ms: int | None, sink: IO[str]) -> int:
     written = 0
-    with engine.deps.store.read() as tx:
-        for row in tx.audit_rows(since_ms, until_ms):
+    with engine.audit_rows(since_ms, until_ms) as rows:
+        for row in rows:
             sink.write(audit_line(row) + "\n")
             written += 1
     return written
@@ -268,9 +268,8 @@ def revoke(
     if TOKEN_ID_RE.fullmatch(token_id) is None:
         fail("a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bind --json`)")
     with opened_engine(home) as (engine, _), _store_faults():
-        wanted = RevocationRow(token_id=token_id, revoked_at_ms=engine.deps.clock.now_ms(), revoked_by=current_user())
-        already = engine.deps.vault.is_revoked(token_id)
-        stored = engine.deps.vault.revoke(wanted)
+        revocation = engine.revoke_token(token_id, revoked_by=current_user())
+    stored, already = revocation.stored, revocation.already
     if as_json:
         payload = {
             "token_id": stored.token_id,

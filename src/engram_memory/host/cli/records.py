@@ -17,8 +17,7 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.states import RecordState
 from engram_memory.engine import journal
-from engram_memory.engine.deps import Deps
-from engram_memory.engine.lifecycle import host_transitions as maintenance
+from engram_memory.engine.engine import Engine
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, MaintenanceRefused, Transition
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.store import JournalEvent, RecordRow
@@ -158,10 +157,10 @@ def _transition_line(moved: Transition) -> str:
 # -- running one operation ----------------------------------------------------------------------
 
 
-def _apply(home: Path | None, as_json: bool, action: Callable[[Deps], MaintenanceOutcome]) -> None:
+def _apply(home: Path | None, as_json: bool, action: Callable[[Engine], MaintenanceOutcome]) -> None:
     with opened_engine(home) as (engine, _paths):
         try:
-            outcome = action(engine.deps)
+            outcome = action(engine)
         except MaintenanceRefused as refusal:
             fail(str(refusal))
         except ContractError as fault:
@@ -186,9 +185,7 @@ def dispute_command(
     record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
 ) -> None:
     """accepted_current -> accepted_disputed: out of search until resolved."""
-    _apply(
-        home, as_json, lambda deps: maintenance.dispute(deps, record_id, decided_by=current_user(), reason_ref=reason)
-    )
+    _apply(home, as_json, lambda engine: engine.dispute(record_id, decided_by=current_user(), reason_ref=reason))
 
 
 @records_app.command("resolve")
@@ -204,9 +201,7 @@ def resolve_command(
     _apply(
         home,
         as_json,
-        lambda deps: maintenance.resolve(
-            deps, record_id, to_state=target, decided_by=current_user(), reason_ref=reason
-        ),
+        lambda engine: engine.resolve_dispute(record_id, to_state=target, decided_by=current_user(), reason_ref=reason),
     )
 
 
@@ -222,9 +217,7 @@ def supersede_command(
     _apply(
         home,
         as_json,
-        lambda deps: maintenance.supersede(
-            deps, record_id, successor_id=by, decided_by=current_user(), reason_ref=reason
-        ),
+        lambda engine: engine.supersede(record_id, successor_id=by, decided_by=current_user(), reason_ref=reason),
     )
 
 
@@ -236,7 +229,7 @@ def mark_non_current_command(
     _apply(
         home,
         as_json,
-        lambda deps: maintenance.mark_non_current(deps, record_id, decided_by=current_user(), reason_ref=reason),
+        lambda engine: engine.mark_non_current(record_id, decided_by=current_user(), reason_ref=reason),
     )
 
 
@@ -255,9 +248,7 @@ def rewind_command(
     _apply(
         home,
         as_json,
-        lambda deps: maintenance.rewind(
-            deps, record_id, replacing=replacing, decided_by=current_user(), reason_ref=reason
-        ),
+        lambda engine: engine.rewind(record_id, replacing=replacing, decided_by=current_user(), reason_ref=reason),
     )
 
 
@@ -266,9 +257,7 @@ def expire_command(
     record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
 ) -> None:
     """accepted_current | accepted_disputed | historical -> expired."""
-    _apply(
-        home, as_json, lambda deps: maintenance.expire(deps, record_id, decided_by=current_user(), reason_ref=reason)
-    )
+    _apply(home, as_json, lambda engine: engine.expire(record_id, decided_by=current_user(), reason_ref=reason))
 
 
 @records_app.command("trust-invalidate")
@@ -279,7 +268,7 @@ def trust_invalidate_command(
     _apply(
         home,
         as_json,
-        lambda deps: maintenance.trust_invalidate(deps, record_id, decided_by=current_user(), reason_ref=reason),
+        lambda engine: engine.trust_invalidate(record_id, decided_by=current_user(), reason_ref=reason),
     )
 
 
@@ -296,9 +285,7 @@ def tombstone_command(
     """Any live state -> tombstoned: forget's erasure, decided by the host (needs --yes)."""
     if not yes:
         fail("tombstone destroys the record's body and data key for good: repeat with --yes to confirm")
-    _apply(
-        home, as_json, lambda deps: maintenance.tombstone(deps, record_id, decided_by=current_user(), reason_ref=reason)
-    )
+    _apply(home, as_json, lambda engine: engine.tombstone(record_id, decided_by=current_user(), reason_ref=reason))
 
 
 # -- automatic expiry and reads -----------------------------------------------------------------
@@ -313,7 +300,7 @@ def expire_due_command(
     """Expire every record whose retention expires_at has passed (what `serve` also does periodically)."""
     with opened_engine(home) as (engine, _paths):
         try:
-            expired = maintenance.expire_due(engine.deps, engine.deps.clock.now_ms(), limit)
+            expired = engine.expire_due(limit)
         except ContractError as fault:
             fail(f"{fault.code.value}: the store is unavailable; records expired so far stay expired")
     if as_json:
@@ -338,7 +325,7 @@ def list_command(
         tenant=tenant, workspace=workspace, state=None if state is None else state.value, limit=limit
     )
     with opened_engine(home) as (engine, _paths):
-        rows = maintenance.list_records(engine.deps, filters)
+        rows = engine.records(filters)
     if as_json:
         sys.stdout.write(json.dumps([record_json(row) for row in rows]) + "\n")
         return
@@ -368,7 +355,7 @@ def show_command(record_id: IdArgument, home: HomeOption = None, as_json: JsonOp
     """One record's metadata and its state history from the journal (never its text)."""
     with opened_engine(home) as (engine, _paths):
         try:
-            details = maintenance.show_record(engine.deps, record_id)
+            details = engine.record_details(record_id)
         except MaintenanceRefused as refusal:
             fail(str(refusal))
     shown = {

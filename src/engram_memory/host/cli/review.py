@@ -21,7 +21,6 @@ from rich.text import Text
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
-from engram_memory.engine.admission import review
 from engram_memory.engine.admission.policy import PolicyError
 from engram_memory.engine.admission.review import CandidateView, ReviewDecision, ReviewError
 from engram_memory.engine.ports.store import CandidateRow
@@ -103,7 +102,7 @@ def review_list(
     """List candidates waiting for a human, oldest first (metadata only; nothing is decrypted)."""
     with opened_engine(home) as (engine, _), _refusals():
         # One more than asked, to tell the host whether the list was cut short.
-        rows = review.review_queue(engine.deps, include_unsent=include_all, limit=limit + 1)
+        rows = engine.review_queue(include_unsent=include_all, limit=limit + 1)
     items = [_candidate_json(row) for row in rows[:limit]]
     if as_json:
         sys.stdout.write(json.dumps(items) + "\n")
@@ -253,7 +252,7 @@ def _render_terms(payload: Mapping[str, Any]) -> None:
 def review_show(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
     """Decrypt one pending candidate for the human, with what the secret detector found marked."""
     with opened_engine(home) as (engine, _), _refusals():
-        view = review.show_candidate(engine.deps, candidate_id)
+        view = engine.candidate_view(candidate_id)
     if as_json:
         document = {
             "candidate": _candidate_json(view.candidate),
@@ -300,10 +299,10 @@ def _require_policy(path: Path) -> None:
 
 
 def _decide(candidate_id: str, home: Path | None, *, accept: bool, as_json: bool) -> None:
-    decide = review.accept_candidate if accept else review.reject_candidate
     with opened_engine(home) as (engine, paths), _refusals():
         _require_policy(paths.policy)
-        decision = decide(engine.deps, candidate_id, decided_by=current_user())
+        decide = engine.accept_candidate if accept else engine.reject_candidate
+        decision = decide(candidate_id, decided_by=current_user())
     if as_json:
         sys.stdout.write(json.dumps(_decision_json(decision)) + "\n")
         return

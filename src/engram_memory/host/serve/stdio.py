@@ -14,8 +14,6 @@ from mcp.server import Server
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.lifecycle.host_transitions import expire_due
-from engram_memory.engine.lifecycle.housekeeping import sweep_ended_keys
 from engram_memory.mcp.stdio import serve_stdio
 
 logger = logging.getLogger(__name__)
@@ -28,9 +26,7 @@ def housekeep_once(engine: Engine) -> tuple[int, int]:
     owner may finish the physical erasure that an agent's forget asked for.
     """
     try:
-        expired = expire_due(engine.deps, engine.deps.clock.now_ms())
-        swept = sweep_ended_keys(engine.deps)
-        engine.deps.store.erase_physically()
+        expired, swept = engine.housekeep()
     except ContractError as exc:
         logger.warning("housekeeping skipped: %s", exc.code.value)
         return 0, 0

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from engram_memory.engine.ports.operations import CandidateStateRow, RawJournalRow, StateCount, VectorEntry
+from engram_memory.engine.ports.operations import (
+    CandidateStateRow,
+    RawJournalRow,
+    SealedOwner,
+    StateCount,
+    VectorEntry,
+)
 from engram_memory.engine.ports.rows import AuditRow, Scope
 from engram_memory.stores.sql.base import SqlBase
 
@@ -85,6 +91,23 @@ class OperationsQueries(SqlBase):
             (scope.tenant, scope.workspace),
         ).fetchall()
         return {str(row[0]) for row in rows}
+
+    def sealed_owners(self) -> list[SealedOwner]:
+        # Spans scopes: a restore settles every body against the host's key vault.
+        rows = self._db.execute(
+            "SELECT b.owner_id, b.tenant, b.workspace,"
+            " CASE WHEN r.record_id IS NOT NULL THEN 'record' WHEN c.candidate_id IS NOT NULL THEN 'candidate'"
+            " ELSE 'none' END, COALESCE(r.state, c.state)"
+            " FROM sealed_bodies AS b"
+            " LEFT JOIN records AS r ON r.record_id = b.owner_id AND r.tenant = b.tenant AND r.workspace = b.workspace"
+            " LEFT JOIN candidates AS c ON c.candidate_id = b.owner_id AND c.tenant = b.tenant"
+            " AND c.workspace = b.workspace"
+            " ORDER BY b.tenant, b.workspace, b.owner_id"
+        ).fetchall()
+        return [
+            SealedOwner(scope=Scope(tenant=row[1], workspace=row[2]), owner_id=row[0], kind=row[3], state=row[4])
+            for row in rows
+        ]
 
     # -- statistics ------------------------------------------------------------------------
     # The counts below span scopes on purpose: statistics are the host's view of the whole store.

@@ -1,0 +1,124 @@
+"""What an admission decision writes, whoever made it: the agent's policy or a human in the review queue.
+
+One journal event in the candidate's scope, the record (re-sealed under its own data key, indexed) when
+accepted, the candidate's body ended when it is not needed, and the candidate row moved. The agent's
+`request_admission` and the host's `review accept|reject` both call `apply_decision`, so the two paths
+cannot drift apart in what an accepted memory looks like.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from engram_memory.contract.ids import new_record_id
+from engram_memory.contract.instants import parse_instant
+from engram_memory.contract.states import CandidateState, RecordState
+from engram_memory.engine import journal
+from engram_memory.engine.admission.decision import Decision, Verdict
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.mutation import append_event_as
+from engram_memory.engine.ports.store import CandidateRow, JournalEvent, RecordRow, StoreTx
+from engram_memory.engine.projection import add_index_entry
+from engram_memory.engine.recall.semantic import index_vector
+from engram_memory.engine.sealing.bodies import read_body
+from engram_memory.engine.sealing.seal import seal
+
+# verdict -> (journal event, candidate state, waiting for a human, the status an agent's answer names)
+EFFECTS = {
+    Verdict.ACCEPT: (journal.CANDIDATE_ACCEPTED, CandidateState.ACCEPTED_CURRENT, False, "accepted"),
+    Verdict.DUPLICATE: (journal.CANDIDATE_DUPLICATE, CandidateState.ACCEPTED_CURRENT, False, "duplicate_exact"),
+    Verdict.REJECT: (journal.CANDIDATE_REJECTED, CandidateState.REJECTED, False, "rejected"),
+    Verdict.ADJUDICATE: (journal.CANDIDATE_ADJUDICATION, CandidateState.PENDING, True, "pending_adjudication"),
+}
+
+
+def apply_decision(
+    deps: Deps,
+    tx: StoreTx,
+    candidate: CandidateRow,
+    decision: Decision,
+    decision_digest: str,
+    *,
+    actor: Mapping[str, str],
+    at_ms: int,
+    plaintext: bytes | None = None,
+) -> tuple[JournalEvent, str | None]:
+    """Journals the decision and writes its effects; returns the event and the record id, if any.
+
+    `plaintext` is the candidate's body when the caller opened it already. Raises ContractError BLOB_MISSING.
+    """
+    scope, candidate_id = candidate.scope, candidate.candidate_id
+    kind, state, adjudication, _ = EFFECTS[decision.verdict]
+    record_id = new_record_id() if decision.verdict is Verdict.ACCEPT else decision.duplicate_of
+    data: dict[str, Any] = {
+        "candidate_id": candidate_id,
+        "payload_digest": candidate.payload_digest,
+        "decision_receipt_digest": decision_digest,
+        "policy_id": decision.policy_id,
+        "policy_version": decision.policy_version,
+        "reasons": list(decision.reasons),
+    }
+    if record_id is not None:
+        data["record_id"] = record_id
+    event = append_event_as(tx, scope, actor, at_ms, kind, data)
+    if decision.verdict is Verdict.ACCEPT and record_id is not None:
+        create_record(deps, tx, candidate, record_id, event.cursor, at_ms, plaintext=plaintext)
+    elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
+        tx.destroy_body(scope, candidate_id)
+    tx.update_candidate(
+        scope,
+        candidate_id,
+        state=state.value,
+        adjudication=adjudication,
+        record_id=record_id,
+        review_reasons=decision.reasons if adjudication else (),
+    )
+    return event, record_id
+
+
+def create_record(
+    deps: Deps,
+    tx: StoreTx,
+    candidate: CandidateRow,
+    record_id: str,
+    cursor: int,
+    at_ms: int,
+    *,
+    plaintext: bytes | None = None,
+) -> None:
+    """The accepted candidate becomes a record: re-sealed under its own key, indexed, candidate body gone.
+
+    Shared by the admission policy and the host's review queue; `plaintext` is the candidate's body when
+    the caller opened it already. Raises ContractError BLOB_MISSING.
+    """
+    scope = candidate.scope
+    if plaintext is None:
+        plaintext = read_body(deps, tx, scope, candidate.candidate_id, "candidate")
+    payload = json.loads(plaintext)["payload"]
+    expires_at = payload["retention"].get("expires_at")
+    tx.insert_record(
+        RecordRow(
+            scope=scope,
+            record_id=record_id,
+            candidate_id=candidate.candidate_id,
+            state=RecordState.ACCEPTED_CURRENT.value,
+            payload_digest=candidate.payload_digest,
+            valid_from_ms=payload["valid_time"]["t"],
+            valid_to_ms=payload["valid_time"].get("t_end"),
+            expires_at_ms=None if expires_at is None else parse_instant(expires_at),
+            admitted_at_ms=at_ms,
+            state_cursor=cursor,
+            actor=candidate.actor,
+            captured_at_ms=candidate.captured_at_ms,
+            trust_class=candidate.trust_class,
+        )
+    )
+    tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
+    tx.destroy_body(scope, candidate.candidate_id)
+    add_index_entry(tx, scope, record_id, payload)
+    if deps.indexer is not None:
+        deps.indexer.schedule(scope, record_id, payload)
+    else:
+        index_vector(deps.semantic, tx, scope, record_id, payload)

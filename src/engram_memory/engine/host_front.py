@@ -1,0 +1,157 @@
+"""The host's half of the engine's front: every host command reaches the store through these methods.
+
+Agents enter by `Engine.handle`; the host's commands (records, review, verify, stats, revoke, expiry and
+the key sweep) enter here. Keeping both behind one object means the host never holds the store, the vault
+or the clock itself, so a command cannot skip the lifecycle, the journal or the engine's verifier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from engram_memory.contract.states import RecordState
+from engram_memory.engine.admission import review
+from engram_memory.engine.admission.review import CandidateView, ReviewDecision
+from engram_memory.engine.deps import Deps
+from engram_memory.engine.lifecycle import host_transitions
+from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, RecordDetails, Transition
+from engram_memory.engine.lifecycle.housekeeping import sweep_ended_keys
+from engram_memory.engine.lifecycle.shredded import Settled, settle_shredded
+from engram_memory.engine.ports.maintenance import RecordFilter
+from engram_memory.engine.ports.operations import StateCount
+from engram_memory.engine.ports.rows import AuditRow, CandidateRow, RecordRow, RevocationRow, Scope
+from engram_memory.engine.recall.reindex import RebuildReport, rebuild_from_bodies
+from engram_memory.engine.verify import VerifyReport, verify_store
+
+
+@dataclass(frozen=True, slots=True)
+class StateTallies:
+    """What `stats` counts in one read: states per scope, journal sizes, index sizes, revocations."""
+
+    candidates: list[StateCount]
+    records: list[StateCount]
+    events: dict[Scope, int]
+    indexed: dict[Scope | None, int]
+    revocations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Revocation:
+    stored: RevocationRow
+    already: bool
+
+
+class HostFront:
+    """Mixed into `Engine`; `deps` is the engine's."""
+
+    deps: Deps
+
+    # -- records: the host's lifecycle transitions -----------------------------------------------
+    def dispute(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
+        return host_transitions.dispute(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
+
+    def resolve_dispute(
+        self, record_id: str, *, to_state: RecordState, decided_by: str, reason_ref: str | None = None
+    ) -> MaintenanceOutcome:
+        return host_transitions.resolve(
+            self.deps, record_id, to_state=to_state, decided_by=decided_by, reason_ref=reason_ref
+        )
+
+    def supersede(
+        self, record_id: str, *, successor_id: str, decided_by: str, reason_ref: str | None = None
+    ) -> MaintenanceOutcome:
+        return host_transitions.supersede(
+            self.deps, record_id, successor_id=successor_id, decided_by=decided_by, reason_ref=reason_ref
+        )
+
+    def mark_non_current(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
+        return host_transitions.mark_non_current(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
+
+    def rewind(
+        self, record_id: str, *, replacing: str | None = None, decided_by: str, reason_ref: str | None = None
+    ) -> MaintenanceOutcome:
+        return host_transitions.rewind(
+            self.deps, record_id, replacing=replacing, decided_by=decided_by, reason_ref=reason_ref
+        )
+
+    def expire(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
+        return host_transitions.expire(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
+
+    def trust_invalidate(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
+        return host_transitions.trust_invalidate(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
+
+    def tombstone(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
+        return host_transitions.tombstone(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
+
+    def expire_due(self, limit: int = 1000) -> list[Transition]:
+        """Every record whose retention has passed, as of the engine's clock."""
+        return host_transitions.expire_due(self.deps, self.deps.clock.now_ms(), limit)
+
+    def records(self, filters: RecordFilter) -> list[RecordRow]:
+        return host_transitions.list_records(self.deps, filters)
+
+    def record_details(self, record_id: str) -> RecordDetails:
+        return host_transitions.show_record(self.deps, record_id)
+
+    # -- the review queue ----------------------------------------------------------------------------
+    def review_queue(
+        self, *, include_unsent: bool = False, limit: int = review.DEFAULT_QUEUE_LIMIT
+    ) -> list[CandidateRow]:
+        return review.review_queue(self.deps, include_unsent=include_unsent, limit=limit)
+
+    def candidate_view(self, candidate_id: str) -> CandidateView:
+        return review.show_candidate(self.deps, candidate_id)
+
+    def accept_candidate(self, candidate_id: str, *, decided_by: str) -> ReviewDecision:
+        return review.accept_candidate(self.deps, candidate_id, decided_by=decided_by)
+
+    def reject_candidate(self, candidate_id: str, *, decided_by: str) -> ReviewDecision:
+        return review.reject_candidate(self.deps, candidate_id, decided_by=decided_by)
+
+    # -- operations ----------------------------------------------------------------------------------
+    def verify(self, *, full: bool) -> VerifyReport:
+        """The engine's own verifier: chains, heads, fold, tables, bodies (when full) and indexes."""
+        return verify_store(self.deps, full=full)
+
+    def housekeep(self) -> tuple[list[Transition], int]:
+        """Automatic expiry, the sweep of data keys whose body already ended, then the physical erasure.
+
+        Returns (records expired, data keys swept). Raises ContractError STORE_UNAVAILABLE.
+        """
+        expired = self.expire_due()
+        swept = sweep_ended_keys(self.deps)
+        self.deps.store.erase_physically()
+        return expired, swept
+
+    def state_tallies(self) -> StateTallies:
+        """One consistent read of the store's counts, and the vault's revocations. Raises ContractError."""
+        with self.deps.store.read() as tx:
+            candidates = tx.candidate_state_counts()
+            records = tx.record_state_counts()
+            events = tx.journal_event_counts()
+            indexed = tx.indexed_counts()
+        return StateTallies(candidates, records, events, indexed, self.deps.vault.revocation_count())
+
+    @contextmanager
+    def audit_rows(self, since_ms: int | None, until_ms: int | None) -> Iterator[Iterator[AuditRow]]:
+        """The audit log in audit order, read inside one transaction that lasts as long as the block."""
+        with self.deps.store.read() as tx:
+            yield iter(tx.audit_rows(since_ms, until_ms))
+
+    def revoke_token(self, token_id: str, *, revoked_by: str) -> Revocation:
+        """Revokes a binding's token id; a second revocation keeps the first one's time and person."""
+        wanted = RevocationRow(token_id=token_id, revoked_at_ms=self.deps.clock.now_ms(), revoked_by=revoked_by)
+        already = self.deps.vault.is_revoked(token_id)
+        return Revocation(self.deps.vault.revoke(wanted), already)
+
+    # -- restore: settling what a backup cannot bring back -------------------------------------------
+    def settle_shredded(self, *, decided_by: str, reason_ref: str) -> Settled:
+        """Ends every body whose data key the vault destroyed: records tombstoned, candidates withdrawn."""
+        return settle_shredded(self.deps, decided_by=decided_by, reason_ref=reason_ref)
+
+    def rebuild_indexes(self) -> RebuildReport:
+        """Opens every body left, indexing (and embedding) the accepted_current records, and counts the
+        bodies that did not open."""
+        return rebuild_from_bodies(self.deps)

@@ -1,0 +1,206 @@
+"""The detector of passwords by what names them: assignments, prose, command lines, CJK keywords.
+
+Split from the other naming detectors (detectors_assignments.py) because a password is what a person
+chose, not a random token: it needs its own judgement of what is a value and what is prose.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from engram_memory.engine.secrets.judgement import (
+    Span,
+    _is_concrete_value,
+    _is_placeholder,
+    _is_reference,
+    _preceded_by,
+    _unquote,
+    _words,
+)
+
+# --- password_assignment --------------------------------------------------------------------------
+
+# Runs on the lower-cased text; every keyword alternative opens with a literal.
+_ASSIGNMENT_RE = re.compile(
+    r"""
+    (?P<keyword>
+      pass(?:words?|wd|phrase) | pwd | pass | passwort | kennwort | mot[ ]de[ ]passe | contrase(?:ñ|n)a
+      | senha | пароль
+      | client[_ -]?secret | secret[_ -]?(?:access[_ -]?)?key | secrets?
+      | api[_ -]?key | access[_ -]?key | private[_ -]?key | signing[_ -]?key | encryption[_ -]?key
+      | access[_ -]?token | auth[_ -]?token | refresh[_ -]?token | api[_ -]?token | bearer[_ -]?token
+      | session[_ -]?token | bot[_ -]?token | oauth[_ -]?token | personal[_ -]access[_ -]?token
+      | credentials?
+    )
+    ["'\u2019]?[ \t]{0,3}
+    (?::=|=>|==|->|→|[:=\uff1a]|(?<=['\u2019])s[ \t]{1,3}|[ \t](?:is|was)[ \t]{1,3}(?::[ \t]{0,3})?)
+    [ \t]{0,3}
+    (?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`,;&)\]}>]{1,256})
+    """,
+    re.VERBOSE,
+)
+# Keywords that are also the end of other words ("bypass:", "compass =") count only as words of their own.
+_SHORT_PASSWORD_WORDS = frozenset({"pass", "pwd"})
+# Every keyword that names a password (not a key or a token): what a person chose, so a word with
+# digits ("BlueHeron2024") is one too.
+_PASSWORD_WORD_RE = re.compile(
+    r"pass(?:words?|wd|phrase)|pwd|pass\b|passwort|kennwort|mot de passe|contrase(?:ñ|n)a|senha|пароль"
+)
+# curl -u user:password, git --user name:password (on the lower-cased text)
+_USER_OPTION_RE = re.compile(r"""-(?:u|-user)[ \t=]{1,4}["']?[^\s:"'@]{1,64}:(?P<value>[^\s"']{1,128})""")
+_XML_SECRET_RE = re.compile(
+    r"<(?P<tag>(?i:password|passwd|secret|client_?secret|api_?key|access_?token|auth_?token))>"
+    r"(?P<value>[^<\n]{1,256})</(?P=tag)>"
+)
+
+
+# A password named in prose: "the password for the deploy account is X", "passphrase of the vault: X",
+# "password for grafana -> X".
+_PROSE_PASSWORD_RE = re.compile(
+    r"""
+    pass(?:words?|wd|phrase)
+    (?:[ \t]{1,3}[a-z0-9_.@-]{1,32}){1,6}
+    [ \t]{0,3}(?:[ \t](?:is|was)[ \t]{1,3}(?::[ \t]{0,3})?|[:=][ \t]{0,3}|(?:->|→|=>)[ \t]{0,3})
+    (?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`,;)\]}>]{1,256})
+    """,
+    re.VERBOSE,
+)
+# "log in as admin with password X", "connect using the password X on the bastion"; the value must
+# end the clause ("with password reset2 flow" names a flow).
+_WITH_PASSWORD_RE = re.compile(
+    r"(?:with|using|use|and)[ \t]{1,3}(?:the[ \t]{1,3})?(?:pass(?:words?|wd|phrase)|pwd)[ \t]{1,3}"
+    r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'`,;)\]}>]{1,256})"
+    r"(?=[ \t]*(?:$|[\n.,;:!?)\]]|(?:and|or|on|for|to|at|in|from|then|but|via|over|if|when|as)\b|\(|-))"
+)
+# Words between a password's name and a colon that say the value is about the password, not it:
+# "password reset: v2.3.1", "password hash: bcrypt12".
+_ABOUT_THE_PASSWORD = _words(
+    """
+    hash hashing hashed reset resets policy policies length expiry expires rotation strength rule rules format
+    algorithm encryption field manager prompt change changes hint complexity history requirement requirements
+    version type mode minimum maximum min max age salt store storage check validation flow grant
+    """
+)
+_LATIN_WORD_RE = re.compile(r"[a-z]+")
+# mysql -u root -pS3cret (the password glued to -p; on the original text: -P is the port).
+_MYSQL_PASSWORD_RE = re.compile(
+    r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]{0,200}?[ \t]-p(?P<value>[^\s\"'`]{1,128})"
+)
+# A login written as "login: deploy / X" or "user = ops, X" (the password after the user name).
+_LOGIN_PAIR_RE = re.compile(
+    r"(?:log[ -]?in|user(?:[ _-]?name)?|account)[ \t]{0,3}[:=][ \t]{0,3}[^\s/:,;]{1,64}"
+    r"[ \t]{0,3}[/,][ \t]{0,3}(?:pass(?:word)?[ \t]{0,3}[:=][ \t]{0,3})?(?P<value>[^\s\"'`,;)\]}>/]{1,128})"
+)
+# Korean, Chinese and Japanese names for a password, then a particle, copula or colon, then the value:
+# "비밀번호는 X", "密码是 X", "パスワードは X", "암호: X". The value ends where the sentence goes back
+# to CJK text ("X입니다", "X です").
+_CJK_KEYWORDS = r"(?:비밀[ \t]?번호|비번|패스워드|암호|密码|密碼|口令|パスワード|パスフレーズ|パスコード|暗証番号)"
+_CJK_PASSWORD_RE = re.compile(
+    _CJK_KEYWORDS
+    + r"[ \t]{0,3}(?:는|은|이|가|를|是|为|為|は|が|を|[:=\uff1a\uff1d])?[ \t]{0,3}(?:[:=\uff1a\uff1d][ \t]{0,3})?"
+    # the value: no space, quote or separator, and no CJK letter or full-width form
+    r"(?P<value>[^\s\"'`,;()\u3000-\u30ff\u3400-\u9fff\uac00-\ud7a3\uff00-\uffef]{1,256})"
+)
+# After an explicit colon the value runs to the next space and may hold CJK letters ("비밀번호: 사과나무123!").
+_CJK_COLON_PASSWORD_RE = re.compile(
+    _CJK_KEYWORDS + r"[ \t]{0,3}[:=\uff1a\uff1d][ \t]{0,3}(?P<value>[^\s\"'`,;()\u3000-\u303f\uff0c\uff1b]{1,256})"
+)
+_CJK_LETTER_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
+# A passphrase of dictionary words ("falcon-maple-violet-saffron45"): four or more joined words.
+_PASSPHRASE_RE = re.compile(r"[a-z]{2,24}[0-9]{0,6}(?:[-_.+][a-z]{2,24}[0-9]{0,6}){3,11}", re.IGNORECASE)
+
+
+def _is_passphrase(value: str) -> bool:
+    return bool(_PASSPHRASE_RE.fullmatch(value.strip("\"'`").rstrip(".,;:!?"))) and not _is_placeholder(value)
+
+
+def _human_password(value: str) -> bool:
+    """A value after a password's name that a person made: letters and digits, with a capital or a
+    symbol ("BlueHeron2024", "Orbit-Lantern-55"), or a word and a number ("admin123")."""
+    inner = _unquote(value).strip().rstrip(".,;:!?") if value[:1] not in "\"'`" else _unquote(value)
+    if len(inner) < 6 or " " in inner or _is_placeholder(inner) or _is_reference(inner) or "/" in inner:
+        return False
+    letters = any(ch.isalpha() for ch in inner)
+    digits = any(ch.isdigit() for ch in inner)
+    if not (letters and digits):
+        return False
+    capital = any(ch.isupper() for ch in inner)
+    symbol = any(not ch.isalnum() and ch not in "-_." for ch in inner)
+    return capital or symbol or _WORD_AND_NUMBER_RE.fullmatch(inner) is not None
+
+
+_WORD_AND_NUMBER_RE = re.compile(r"[a-z]{3,24}[0-9]{2,8}")
+
+
+def _password_value(value: str) -> bool:
+    inner = _unquote(value).strip().rstrip(".,;:!?")
+    if inner.isalpha() and inner.islower():  # a word in any script ("oublié"), not a password
+        return False
+    return _is_concrete_value(value, min_length=6) or _is_passphrase(value) or _human_password(value)
+
+
+def _find_password_assignments(text: str, folded: str) -> Iterator[Span]:
+    yield from _keyword_assignments(text, folded)
+    yield from _named_passwords(text, folded)
+    yield from _command_line_passwords(text, folded)
+    if "<" in text:
+        for match in _XML_SECRET_RE.finditer(text):
+            if _is_concrete_value('"' + match.group("value") + '"', min_length=6):
+                yield match.span()
+
+
+def _keyword_assignments(text: str, folded: str) -> Iterator[Span]:
+    for match in _ASSIGNMENT_RE.finditer(folded):
+        # arn:aws:secretsmanager:...:secret:name is an address, not an assignment
+        if _preceded_by(text, match.start(), frozenset(":/")):
+            continue
+        keyword = match.group("keyword")
+        if keyword in _SHORT_PASSWORD_WORDS and match.start() > 0 and folded[match.start() - 1].isalnum():
+            continue
+        value = text[match.start("value") : match.end("value")]
+        if _PASSWORD_WORD_RE.fullmatch(keyword) is not None:
+            if _password_value(value):
+                yield match.span()
+        elif _is_concrete_value(value, min_length=6):
+            yield match.span()
+
+
+def _command_line_passwords(text: str, folded: str) -> Iterator[Span]:
+    for match in _USER_OPTION_RE.finditer(folded):
+        if match.start() > 0 and not text[match.start() - 1].isspace():
+            continue
+        if _is_concrete_value(text[match.start("value") : match.end("value")], min_length=6):
+            yield match.span()
+    if "-p" in text:
+        for match in _MYSQL_PASSWORD_RE.finditer(text):
+            if _password_value(match.group("value")):
+                yield match.span()
+
+
+def _named_passwords(text: str, folded: str) -> Iterator[Span]:
+    """Passwords in prose (English, Korean, Chinese, Japanese) and after a login name."""
+    for pattern in (_PROSE_PASSWORD_RE, _WITH_PASSWORD_RE, _LOGIN_PAIR_RE, _CJK_PASSWORD_RE):
+        for match in pattern.finditer(folded):
+            if pattern is _LOGIN_PAIR_RE and match.start() > 0 and folded[match.start() - 1].isalnum():
+                continue  # "relogin:", "superuser=": another word
+            value = text[match.start("value") : match.end("value")]
+            named = folded[match.start() : match.start("value")]
+            if pattern is _PROSE_PASSWORD_RE and not _ABOUT_THE_PASSWORD.isdisjoint(_LATIN_WORD_RE.findall(named)):
+                continue
+            if pattern is _LOGIN_PAIR_RE:
+                if _is_concrete_value(value, min_length=6):
+                    yield match.span()
+            elif _password_value(value):
+                yield match.span()
+    for match in _CJK_COLON_PASSWORD_RE.finditer(folded):
+        value = text[match.start("value") : match.end("value")]
+        # CJK letters in it: the value must still be mostly a password's characters ("사과나무123!"),
+        # not a sentence ("8자리입니다").
+        if (
+            _CJK_LETTER_RE.search(value)
+            and sum(not _CJK_LETTER_RE.match(ch) for ch in value) >= 3
+            and _is_concrete_value(value, min_length=6)
+            and any(ch.isdigit() or not ch.isalnum() for ch in value)
+        ):
+            yield match.span()
