@@ -1,4 +1,4 @@
-"""The closed set of error codes (SPEC §13): exactly these, with these retriable flags and fixed messages."""
+"""The closed set of error codes: exactly these, with these retriable flags and fixed messages."""
 
 from __future__ import annotations
 

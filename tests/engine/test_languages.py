@@ -1,4 +1,4 @@
-"""Search in the languages our users write (SPEC §9): Korean with other particles, Traditional memories
+"""Search in the languages our users write: Korean with other particles, Traditional memories
 found by Simplified queries, Japanese mixing kana and kanji, English unchanged. Both stores, both profiles.
 
 Each case also shows that the first tokenizer (tests/support/legacy_index.py) could not make the match,

@@ -1,4 +1,4 @@
-"""Revoked bindings (SPEC §2): every later call answers AUTHORIZATION_REVOKED, checked right after expiry."""
+"""Revoked bindings: every later call answers AUTHORIZATION_REVOKED, checked right after expiry."""
 
 from __future__ import annotations
 

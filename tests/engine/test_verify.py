@@ -1,4 +1,4 @@
-"""The verifier (SPEC §11) on real stores: a healthy store passes, and each kind of damage is found and named.
+"""The verifier on real stores: a healthy store passes, and each kind of damage is found and named.
 
 Damage is done the way it happens to a database, not through the engine: rows edited or deleted behind the
 append-only trigger's back, a table edited, a body or data key or index row gone, on both stores; and, where

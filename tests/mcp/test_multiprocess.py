@@ -54,7 +54,7 @@ CLIENT_SCOPES = [
     Scope("tenant-c", "solo-1"),
 ]
 CLI_APPROVALS_PER_CLIENT = 2  # the first gated operations of each client go through the real host CLI
-# An admission that lost a race to another client of the scope answers one of these (SPEC §5).
+# An admission that lost a race to another client of the scope answers one of these.
 LOST_RACE = frozenset({"ILLEGAL_TRANSITION", "ALREADY_TERMINAL"})
 HANG_S = 900.0  # far beyond any run's length: only a client that stopped answering gets here
 

@@ -405,7 +405,7 @@ def test_personal_data_policy_rejects_email(policy_home: HostPaths, policy_agent
         assert admit(policy_agent, strict["candidate_id"])["outcome"]["status"] == "rejected"
 
 
-# -- digests (SPEC §3): sha256(domain || 0x00 || JCS(value)), recomputed here independently ------------
+# -- digests: sha256(domain || 0x00 || JCS(value)), recomputed here independently ------------
 
 
 def _payload_digest(value: dict[str, Any]) -> str:

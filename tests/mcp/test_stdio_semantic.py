@@ -1,4 +1,4 @@
-"""The default profile over MCP stdio: a server with the embedding model ranks hybrid (SPEC §9).
+"""The default profile over MCP stdio: a server with the embedding model ranks hybrid.
 
 The rest of the stdio suite pins the lexical profile to check exact result sets; these tests run the
 server as installed (`semantic=True`), on each store, and check what the semantic channel adds and

@@ -1,4 +1,4 @@
-"""The host-owned invocation context (SPEC §2): who is calling, for what, and in which scope.
+"""The host-owned invocation context: who is calling, for what, and in which scope.
 
 Arguments never carry any of this; it comes only from a binding the host signed.
 """

@@ -114,7 +114,7 @@ def digest_bytes(domain: str, data: bytes) -> str:
 
 
 def digest(domain: str, value: Any) -> str:
-    """Domain-separated digest of the canonical JSON of `value` (SPEC §3)."""
+    """Domain-separated digest of the canonical JSON of `value`."""
     return digest_bytes(domain, canonical_json(value))
 
 

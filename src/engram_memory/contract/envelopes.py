@@ -1,4 +1,4 @@
-"""The two envelope shapes of SPEC §3, and nothing else: every tool result is one of them."""
+"""The two envelope shapes, and nothing else: every tool result is one of them."""
 
 from __future__ import annotations
 

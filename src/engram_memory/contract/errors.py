@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 
 class ErrorCode(StrEnum):
-    """Every code an envelope may carry (SPEC §13); nothing else is ever returned."""
+    """Every code an envelope may carry; nothing else is ever returned."""
 
     INVALID_SCHEMA = "INVALID_SCHEMA"
     INVALID_DIGEST = "INVALID_DIGEST"
@@ -216,7 +216,7 @@ PROTOCOL_FAULT_WHEN: Mapping[int, str] = MappingProxyType(
 
 
 def trusted_context_unavailable() -> ProtocolFault:
-    """Missing or unverifiable host context, or a purpose/tenant/principal mismatch (SPEC §2)."""
+    """Missing or unverifiable host context, or a purpose/tenant/principal mismatch."""
     return ProtocolFault(TRUSTED_CONTEXT_UNAVAILABLE_CODE, TRUSTED_CONTEXT_UNAVAILABLE_MESSAGE)
 
 

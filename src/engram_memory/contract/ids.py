@@ -1,6 +1,6 @@
 """Identifiers handed to agents and hosts: random, unguessable, and shaped so kinds never mix up.
 
-A `candidate_id` is never a `record_id` (SPEC §4): the prefixes differ and only records match
+A `candidate_id` is never a `record_id`: the prefixes differ and only records match
 `^mem_[a-z2-7]+$`.
 """
 

@@ -1,4 +1,4 @@
-"""The lifecycle of SPEC §5 as data: the one place that says which transition is legal.
+"""The lifecycle as data: the one place that says which transition is legal.
 
 Everything that changes a state asks `candidate_transition` or `record_transition` first, so an
 illegal transition is refused before anything is written.

@@ -202,7 +202,7 @@ def validate_arguments(tool: Tool, arguments: object) -> dict[str, Any]:
 
 
 def check_capture_references(payload: Mapping[str, Any], evidence: Mapping[str, Any]) -> None:
-    """The cross-references of SPEC §4 that a schema cannot express; raises INVALID_SCHEMA."""
+    """The cross-references between tool arguments that a schema cannot express; raises INVALID_SCHEMA."""
     citation_ids = {citation["citation_id"] for citation in payload["citations"]}
     components = {component["component_id"]: component for component in payload["components"]}
     for component in payload["components"]:

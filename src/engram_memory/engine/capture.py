@@ -1,4 +1,4 @@
-"""Capture (SPEC §4): a cited candidate, sealed under its own data key, pending and invisible.
+"""Capture: a cited candidate, sealed under its own data key, pending and invisible.
 
 Nothing captured is searchable or readable until admission accepts it; the secret detector runs
 here, on the plaintext, and its findings (categories only) wait for the admission decision.

@@ -1,4 +1,4 @@
-"""Why a call is a replay, a conflict, or new (SPEC §6).
+"""Why a call is a replay, a conflict, or new.
 
 The operation digest covers the tool and its whole canonical arguments, so the same key with the
 same arguments replays, and the same key with anything else conflicts, whatever the tool.

@@ -1,4 +1,4 @@
-"""The store's verifier (SPEC §11): walks each scope's chain, heads, tables, bodies and index, and names what is wrong.
+"""The store's verifier: walks each scope's chain, heads, tables, bodies and index, and names what is wrong.
 
 `full=False` is the server's start-up check (chain, heads, fold, body presence; nothing decrypted);
 `full=True` is `engram-memory verify`, which also opens every live body and checks the lexical index.
@@ -297,7 +297,7 @@ def _check_journal(tx: StoreTx, scope: Scope, report: VerifyReport) -> journal.F
 def _check_fold(
     checks: _Checks, folded: journal.FoldedState, candidates: list[CandidateStateRow], records: Mapping[str, str]
 ) -> None:
-    """Replaying the journal must give exactly the candidate and record tables (SPEC §5)."""
+    """Replaying the journal must give exactly the candidate and record tables."""
     _compare(checks, "candidate", folded.candidates, {row.candidate_id: row.state for row in candidates})
     _compare(checks, "record", folded.records, records)
     waiting = {row.candidate_id for row in candidates if row.adjudication}

@@ -55,7 +55,7 @@ class BindingTokenVerifier:
     """The SDK's token-verifier hook: a bearer token is accepted exactly when it is a host-signed binding.
 
     Expiry is deliberately not judged here: a genuine but expired binding must reach the engine, which
-    answers it with the AUTHORIZATION_EXPIRED envelope (SPEC §2). So `expires_at` stays unset, or the
+    answers it with the AUTHORIZATION_EXPIRED envelope. So `expires_at` stays unset, or the
     SDK's bearer backend would drop the token as if it were forged.
     """
 
@@ -93,7 +93,7 @@ class RequireBinding:
     """Answers a request without a verified binding before it reaches the MCP transport.
 
     HTTP 401 with a `WWW-Authenticate: Bearer` challenge, as HTTP authentication requires, and a JSON-RPC
-    body carrying SPEC §2's `-32603 Trusted invocation context unavailable`, which the SDK client
+    body carrying the contract's `-32603 Trusted invocation context unavailable`, which the SDK client
     surfaces as the request's error.
     """
 

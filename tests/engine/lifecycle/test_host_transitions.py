@@ -1,4 +1,4 @@
-"""Host lifecycle maintenance (SPEC §5): every legal transition through the engine, every refusal writing
+"""Host lifecycle maintenance: every legal transition through the engine, every refusal writing
 nothing, the supersede/rewind swap, tombstone's erasure, automatic expiry, and stale page cursors."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The semantic channel (SPEC §9): embeddings follow acceptance, leave with forget, and fuse deterministically.
+"""The semantic channel: embeddings follow acceptance, leave with forget, and fuse deterministically.
 
 These run the installed embedding model (the `semantic` extra, which `make test` installs): a missing
 model fails them rather than skipping them.

@@ -1,4 +1,4 @@
-"""The `engram-memory` command (SPEC §14), driven as the host drives it: a real process per command.
+"""The `engram-memory` command, driven as the host drives it: a real process per command.
 
 Every failure must exit non-zero with exactly one line on stderr and never a Python traceback.
 """

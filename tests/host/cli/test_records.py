@@ -1,4 +1,4 @@
-"""`engram-memory records ...` (SPEC §5, §14) driven as the host drives it: a real process per command.
+"""`engram-memory records ...` driven as the host drives it: a real process per command.
 
 Records are made in-process by an agent, then the host works on them from the command line.
 """

@@ -1,4 +1,4 @@
-"""The admission decision (SPEC §4, §8): accept, reject, send to a human, or point at a duplicate.
+"""The admission decision: accept, reject, send to a human, or point at a duplicate.
 
 Pure: the caller gathers the facts (including the duplicate and tombstone look-ups) inside its
 transaction. The agent can never supply a decision, only ask for one.

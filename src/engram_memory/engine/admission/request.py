@@ -1,4 +1,4 @@
-"""Request admission (SPEC §4, §8): the host's policy decides, the engine applies it atomically.
+"""Request admission: the host's policy decides, the engine applies it atomically.
 
 Accepting re-seals the body under the new record's own data key, indexes it, and destroys the
 candidate's copy, so exactly one readable body exists. Rejecting destroys the candidate's key.

@@ -1,4 +1,4 @@
-"""The host's review queue (SPEC §8, §12): a human decides what the admission policy left to a person.
+"""The host's review queue: a human decides what the admission policy left to a person.
 
 Host path only. Each decision is one write transaction journaled in the candidate's own scope with the
 host as actor, and it rewrites the agent's recorded `pending_adjudication` answers so that the agent's

@@ -20,7 +20,7 @@ def erase_record(deps: Deps, tx: StoreTx, record: RecordRow, at_ms: int) -> dict
     """Drops the record from the lexical index (merging the deleted tokens away) and destroys its body.
 
     Keyed fingerprints of its content stay behind (engine/lifecycle/tombstone_guard.py), so the same content
-    coming back waits for a human (SPEC §4); a body that no longer opens leaves its digest's alone.
+    coming back waits for a human; a body that no longer opens leaves its digest's alone.
     Returns the derived surfaces and what became of each, for the coverage receipt.
     """
     try:

@@ -1,4 +1,4 @@
-"""The confirmation gate (SPEC §7): a human's approval, bound to tool, target, operation and principal.
+"""The confirmation gate: a human's approval, bound to tool, target, operation and principal.
 
 An approval is issued only on the host path, lives at most 300 s, is consumed by one execution, and
 that execution must commit within 30 s of the gate check. Nothing an agent writes can stand in for it.

@@ -1,4 +1,4 @@
-"""Host lifecycle maintenance (SPEC §5, §12): the host's transitions of records, and automatic expiry.
+"""Host lifecycle maintenance: the host's transitions of records, and automatic expiry.
 
 One write transaction per operation; the transition table is asked before anything is written, so a
 refusal leaves no trace. Every state change is one journal event in the record's own scope, signed by
@@ -34,7 +34,7 @@ _EXPIRABLE = tuple(sorted(state.value for state in RECORD_TRANSITIONS[Operation.
 
 
 class MaintenanceRefused(Exception):
-    """A host-side refusal with a one-line reason that names the ErrorCode where SPEC §5 names one."""
+    """A host-side refusal with a one-line reason that names the ErrorCode where the lifecycle names one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +265,7 @@ def _simple(
 
 
 def _check_reason_ref(reason_ref: str | None) -> None:
-    """The same opaque-ref rule agents follow (SPEC §3): NFC, 1-512 UTF-8 bytes."""
+    """The same opaque-ref rule agents follow: NFC, 1-512 UTF-8 bytes."""
     if reason_ref is None:
         return
     size = len(reason_ref.encode("utf-8", errors="replace"))

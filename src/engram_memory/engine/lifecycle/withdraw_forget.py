@@ -1,4 +1,4 @@
-"""Withdraw and forget (SPEC §4, §7): gated destruction that leaves only digests behind.
+"""Withdraw and forget: gated destruction that leaves only digests behind.
 
 Both need a human's approval; both destroy the data key in the same transaction as the state change.
 Forget also drops the record from the lexical index, merges away the deleted tokens, keeps the

@@ -55,7 +55,7 @@ B = 0.75
 RECENCY_HALF_LIFE_MS = 30 * 24 * 3600 * 1000
 RECENCY_WEIGHT = 0.1
 
-# Reciprocal rank fusion of the lexical and semantic orders (SPEC §9), each channel's vote weighted.
+# Reciprocal rank fusion of the lexical and semantic orders, each channel's vote weighted.
 RRF_K = 60
 CHANNEL_WEIGHTS: tuple[float, ...] = (1.0, 1.0)  # (lexical, semantic): plain RRF (docs/decisions/0014)
 # A memory whose subject (first primary token) the query names gets its fused score times 1 + this.

@@ -1,4 +1,4 @@
-"""Search and get (SPEC §4, §9): only accepted_current records of the bound scope, with receipts.
+"""Search and get: only accepted_current records of the bound scope, with receipts.
 
 A ranking is a pure function of the pinned state (the scope's records cursor and the valid-time
 as-of), so page two recomputes page one's order exactly; a cursor from any other state is STALE_PAGE.

@@ -1,4 +1,4 @@
-"""Seals each candidate and record body under its own AES-256-GCM data key (SPEC §11).
+"""Seals each candidate and record body under its own AES-256-GCM data key.
 
 The ciphertext goes to the store, the wrapped data key to the key vault. The AAD binds tenant,
 workspace, owner id, kind and schema version, so a body moved to another row or scope fails to open

@@ -1,4 +1,4 @@
-"""Refuse secrets at capture, because credentials must never reach the memory store (SPEC section 10).
+"""Refuse secrets at capture, because credentials must never reach the memory store.
 
 Conservative by design: a hit silently rejects a memory, so only credential shapes and noise stop it.
 """

@@ -39,7 +39,7 @@ CATEGORIES: tuple[str, ...] = (
     "personal_data",
 )
 
-# Personal data is a host policy choice (SPEC section 10), so it is never on unless asked for.
+# Personal data is a host policy choice, so it is never on unless asked for.
 DEFAULT_CATEGORIES: frozenset[str] = frozenset(CATEGORIES) - {"personal_data"}
 
 

@@ -1,4 +1,4 @@
-"""The `engram-memory` command: the host's interface (SPEC §14). No agent ever reaches it.
+"""The `engram-memory` command: the host's interface. No agent ever reaches it.
 
 Every subcommand takes `--home DIR` (or `ENGRAM_HOME`); listings take `--json`; every failure exits
 non-zero with a one-line reason on stderr.

@@ -1,6 +1,6 @@
-"""Host commands for rotate-keys, backup and restore (SPEC §12, §14).
+"""Host commands for rotate-keys, backup and restore.
 
-Failures are one line naming the ErrorCode where the SPEC names one (BACKUP_INVALID, RESTORE_REFUSED).
+Failures are one line naming the ErrorCode where the contract names one (BACKUP_INVALID, RESTORE_REFUSED).
 """
 
 from __future__ import annotations

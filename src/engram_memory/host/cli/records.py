@@ -1,4 +1,4 @@
-"""Host commands for lifecycle maintenance (SPEC §5, §12, §14): `records list|show`, the eight host
+"""Host commands for lifecycle maintenance: `records list|show`, the eight host
 transitions (dispute ... tombstone) and `records expire-due`. Never shows memory text."""
 
 from __future__ import annotations

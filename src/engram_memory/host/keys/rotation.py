@@ -1,4 +1,4 @@
-"""Key rotation (SPEC §11, §12): every data key re-wrapped under a new key-encryption key, bodies untouched.
+"""Key rotation: every data key re-wrapped under a new key-encryption key, bodies untouched.
 
 Three steps, each safe to cut short: a new KEK becomes active and the old ones are marked retiring
 (one atomic replace of keys/kek.json); the vault's data keys still under a retiring KEK move in

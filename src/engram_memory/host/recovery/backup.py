@@ -1,4 +1,4 @@
-"""Encrypted, self-verifying backups of the store (SPEC §12): a manifest of roots and counts, and the snapshot.
+"""Encrypted, self-verifying backups of the store: a manifest of roots and counts, and the snapshot.
 
 The archive holds the store and never the keys: data keys stay in the key vault, so a body whose key
 a forget destroys later can never be opened from any backup. The full-text index is stripped from

@@ -21,7 +21,7 @@ CHECKED_SECTIONS = ("schema", "journal", "records", "counts")
 
 
 class BackupRefused(Exception):
-    """A backup or restore that did not happen, with a one-line reason naming the ErrorCode (SPEC §13)."""
+    """A backup or restore that did not happen, with a one-line reason naming the ErrorCode."""
 
 
 class FactSource(Protocol):

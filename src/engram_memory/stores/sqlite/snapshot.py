@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 from engram_memory.engine.ports.store import Scope, ScopeHead
 from engram_memory.engine.recall.ranking import FIELDS
@@ -21,16 +20,6 @@ VECTOR_TABLE = "record_vectors"
 # The impact-ordered postings beside the index (stores/sqlite/postings.py): tokens too, never archived.
 POSTINGS_TABLES = (f"{INDEX_TABLE}_postings", f"{INDEX_TABLE}_terms")
 _LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
-
-
-@dataclass(frozen=True, slots=True)
-class SealedOwner:
-    """One sealed body and what owns it: kind is "record", "candidate" or "none" (an orphan)."""
-
-    scope: Scope
-    owner_id: str
-    kind: str
-    state: str | None
 
 
 class SnapshotQueries:
@@ -85,23 +74,6 @@ class SnapshotQueries:
     def holds_rows(self) -> bool:
         """Whether any table but the migration ledger has a row: only an empty store may be restored into."""
         return any(count for name, count in self.table_counts().items() if name != "schema_migrations")
-
-    def sealed_owners(self) -> list[SealedOwner]:
-        # Spans scopes: a restore settles every body against the host's key vault.
-        rows = self._db.execute(
-            "SELECT b.owner_id, b.tenant, b.workspace,"
-            " CASE WHEN r.record_id IS NOT NULL THEN 'record' WHEN c.candidate_id IS NOT NULL THEN 'candidate'"
-            " ELSE 'none' END, COALESCE(r.state, c.state)"
-            " FROM sealed_bodies AS b"
-            " LEFT JOIN records AS r ON r.record_id = b.owner_id AND r.tenant = b.tenant AND r.workspace = b.workspace"
-            " LEFT JOIN candidates AS c ON c.candidate_id = b.owner_id AND c.tenant = b.tenant"
-            " AND c.workspace = b.workspace"
-            " ORDER BY b.tenant, b.workspace, b.owner_id"
-        ).fetchall()
-        return [
-            SealedOwner(scope=Scope(tenant=row[1], workspace=row[2]), owner_id=row[0], kind=row[3], state=row[4])
-            for row in rows
-        ]
 
     def candidate_states(self, scope: Scope) -> dict[str, str]:
         rows = self._db.execute(
