@@ -70,99 +70,99 @@ def _rotation_progress(as_json: bool) -> Iterator[tuple[Callable[[int], None], C
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
+    app.command("rotate-keys")(rotate_keys_command)
+    app.command("backup")(backup_command)
+    app.command("restore")(restore_command)
 
-    @app.command("rotate-keys")
-    def rotate_keys_command(
-        batch_size: Annotated[
-            int, typer.Option("--batch-size", min=1, help="Data keys re-wrapped per vault transaction.")
-        ] = DEFAULT_BATCH_SIZE,
-        home: HomeOption = None,
-        as_json: JsonOption = False,
-    ) -> None:
-        """Rotate the key-encryption key: re-wrap every data key under a new one (bodies untouched).
 
-        Safe to interrupt: running it again finishes the same rotation.
-        """
-        paths = resolve_home(home)
-        started_at = time.perf_counter()
-        try:
-            with _rotation_progress(as_json) as (on_start, on_batch):
-                report = rotate_keys(paths, batch_size=batch_size, on_start=on_start, on_batch=on_batch)
-        except _EXPECTED as exc:
-            _fail_for(exc)
-        seconds = round(time.perf_counter() - started_at, 3)
-        if as_json:
-            _emit_json(
-                {
-                    "active": report.active,
-                    "retired": list(report.retired),
-                    "rewrapped": report.rewrapped,
-                    "resumed": report.resumed,
-                    "seconds": seconds,
-                }
-            )
-            return
-        verb = "finished the interrupted rotation" if report.resumed else "rotated"
-        say(
-            f"{verb}: {report.active} is the active key-encryption key; re-wrapped {report.rewrapped} data keys"
-            f" in {seconds:.1f} s; retired {', '.join(report.retired) or 'nothing'}"
-        )
+def rotate_keys_command(
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Data keys re-wrapped per vault transaction.")
+    ] = DEFAULT_BATCH_SIZE,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rotate the key-encryption key: re-wrap every data key under a new one (bodies untouched).
 
-    @app.command("backup")
-    def backup_command(file: FileArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
-        """Write an encrypted, self-verifying archive of the store to FILE (never the keys)."""
-        paths = resolve_home(home)
-        started_at = time.perf_counter()
-        try:
-            report = backup_home(paths, file.expanduser().absolute())
-        except _EXPECTED as exc:
-            _fail_for(exc)
-        seconds = round(time.perf_counter() - started_at, 3)
-        manifest = report.manifest
-        if as_json:
-            _emit_json({"file": str(report.path), "bytes": report.archive_bytes, "seconds": seconds, **manifest})
-            return
-        counts = manifest["counts"]
-        say(
-            f"backup written to {report.path} ({report.archive_bytes} bytes, {seconds:.1f} s):"
-            f" {counts.get('records', 0)} records, {counts.get('candidates', 0)} candidates,"
-            f" {counts.get('journal', 0)} journal events in {len(manifest['journal']['scopes'])} scopes"
+    Safe to interrupt: running it again finishes the same rotation.
+    """
+    paths = resolve_home(home)
+    started_at = time.perf_counter()
+    try:
+        with _rotation_progress(as_json) as (on_start, on_batch):
+            report = rotate_keys(paths, batch_size=batch_size, on_start=on_start, on_batch=on_batch)
+    except _EXPECTED as exc:
+        _fail_for(exc)
+    seconds = round(time.perf_counter() - started_at, 3)
+    if as_json:
+        _emit_json(
+            {
+                "active": report.active,
+                "retired": list(report.retired),
+                "rewrapped": report.rewrapped,
+                "resumed": report.resumed,
+                "seconds": seconds,
+            }
         )
-        say(
-            "keys/ is not in the archive: a restore needs this home's keys folder, so keep your copy of keys/"
-            " separately"
-        )
+        return
+    verb = "finished the interrupted rotation" if report.resumed else "rotated"
+    say(
+        f"{verb}: {report.active} is the active key-encryption key; re-wrapped {report.rewrapped} data keys"
+        f" in {seconds:.1f} s; retired {', '.join(report.retired) or 'nothing'}"
+    )
 
-    @app.command("restore")
-    def restore_command(file: FileArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
-        """Restore FILE into this home's empty store, using this home's keys/; verified before anything is written."""
-        paths = resolve_home(home)
-        started_at = time.perf_counter()
-        try:
-            report = restore_home(paths, file.expanduser().absolute(), decided_by=current_user())
-        except _EXPECTED as exc:
-            _fail_for(exc)
-        seconds = round(time.perf_counter() - started_at, 3)
-        settled = report.settled
-        if as_json:
-            _emit_json(
-                {
-                    "file": str(file),
-                    "created_at": report.manifest["created_at"],
-                    "records": report.records,
-                    "indexed": report.indexed,
-                    "tombstoned": settled.tombstoned,
-                    "withdrawn": settled.withdrawn,
-                    "seconds": seconds,
-                }
-            )
-            return
-        say(
-            f"restored the backup of {report.manifest['created_at']} into {paths.store_dir} in {seconds:.1f} s:"
-            f" {report.records} records, {report.indexed} indexed; journal, index and bodies verified"
+
+def backup_command(file: FileArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Write an encrypted, self-verifying archive of the store to FILE (never the keys)."""
+    paths = resolve_home(home)
+    started_at = time.perf_counter()
+    try:
+        report = backup_home(paths, file.expanduser().absolute())
+    except _EXPECTED as exc:
+        _fail_for(exc)
+    seconds = round(time.perf_counter() - started_at, 3)
+    manifest = report.manifest
+    if as_json:
+        _emit_json({"file": str(report.path), "bytes": report.archive_bytes, "seconds": seconds, **manifest})
+        return
+    counts = manifest["counts"]
+    say(
+        f"backup written to {report.path} ({report.archive_bytes} bytes, {seconds:.1f} s):"
+        f" {counts.get('records', 0)} records, {counts.get('candidates', 0)} candidates,"
+        f" {counts.get('journal', 0)} journal events in {len(manifest['journal']['scopes'])} scopes"
+    )
+    say("keys/ is not in the archive: a restore needs this home's keys folder, so keep your copy of keys/ separately")
+
+
+def restore_command(file: FileArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Restore FILE into this home's empty store, using this home's keys/; verified before anything is written."""
+    paths = resolve_home(home)
+    started_at = time.perf_counter()
+    try:
+        report = restore_home(paths, file.expanduser().absolute(), decided_by=current_user())
+    except _EXPECTED as exc:
+        _fail_for(exc)
+    seconds = round(time.perf_counter() - started_at, 3)
+    settled = report.settled
+    if as_json:
+        _emit_json(
+            {
+                "file": str(file),
+                "created_at": report.manifest["created_at"],
+                "records": report.records,
+                "indexed": report.indexed,
+                "tombstoned": settled.tombstoned,
+                "withdrawn": settled.withdrawn,
+                "seconds": seconds,
+            }
         )
-        if settled.tombstoned or settled.withdrawn:
-            say(
-                f"{len(settled.tombstoned)} records tombstoned and {len(settled.withdrawn)} candidates withdrawn:"
-                " their data keys were destroyed after the backup, so their bodies were erased"
-            )
+        return
+    say(
+        f"restored the backup of {report.manifest['created_at']} into {paths.store_dir} in {seconds:.1f} s:"
+        f" {report.records} records, {report.indexed} indexed; journal, index and bodies verified"
+    )
+    if settled.tombstoned or settled.withdrawn:
+        say(
+            f"{len(settled.tombstoned)} records tombstoned and {len(settled.withdrawn)} candidates withdrawn:"
+            " their data keys were destroyed after the backup, so their bodies were erased"
+        )

@@ -24,11 +24,6 @@ from engram_memory.engine.ports.store import JournalEvent, RecordRow
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, out, say
 from engram_memory.host.compose import current_user
 
-records_app = typer.Typer(
-    help="Host lifecycle maintenance of accepted records: list, show, dispute, supersede, expire, tombstone.",
-    no_args_is_help=True,
-)
-
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The record id (mem_...).")]
 ReasonOption = Annotated[
     str | None, typer.Option("--reason", metavar="REF", help="An opaque reason ref kept in the journal.")
@@ -57,7 +52,22 @@ class ResolveTarget(StrEnum):
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
-    app.add_typer(records_app, name="records")
+    group = typer.Typer(
+        help="Host lifecycle maintenance of accepted records: list, show, dispute, supersede, expire, tombstone.",
+        no_args_is_help=True,
+    )
+    app.add_typer(group, name="records")
+    group.command("dispute")(dispute_command)
+    group.command("resolve")(resolve_command)
+    group.command("supersede")(supersede_command)
+    group.command("mark-non-current")(mark_non_current_command)
+    group.command("rewind")(rewind_command)
+    group.command("expire")(expire_command)
+    group.command("trust-invalidate")(trust_invalidate_command)
+    group.command("tombstone")(tombstone_command)
+    group.command("expire-due")(expire_due_command)
+    group.command("list")(list_command)
+    group.command("show")(show_command)
 
 
 # -- JSON shapes --------------------------------------------------------------------------------
@@ -180,7 +190,6 @@ def _apply(home: Path | None, as_json: bool, action: Callable[[Engine], Maintena
         )
 
 
-@records_app.command("dispute")
 def dispute_command(
     record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
 ) -> None:
@@ -188,7 +197,6 @@ def dispute_command(
     _apply(home, as_json, lambda engine: engine.dispute(record_id, decided_by=current_user(), reason_ref=reason))
 
 
-@records_app.command("resolve")
 def resolve_command(
     record_id: IdArgument,
     to: Annotated[ResolveTarget, typer.Option("--to", help="current (searchable again) or historical.")],
@@ -205,7 +213,6 @@ def resolve_command(
     )
 
 
-@records_app.command("supersede")
 def supersede_command(
     record_id: IdArgument,
     by: Annotated[str, typer.Option("--by", metavar="SUCCESSOR", help="The current record that replaces it.")],
@@ -221,7 +228,6 @@ def supersede_command(
     )
 
 
-@records_app.command("mark-non-current")
 def mark_non_current_command(
     record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
 ) -> None:
@@ -233,7 +239,6 @@ def mark_non_current_command(
     )
 
 
-@records_app.command("rewind")
 def rewind_command(
     record_id: IdArgument,
     replacing: Annotated[
@@ -252,7 +257,6 @@ def rewind_command(
     )
 
 
-@records_app.command("expire")
 def expire_command(
     record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
 ) -> None:
@@ -260,7 +264,6 @@ def expire_command(
     _apply(home, as_json, lambda engine: engine.expire(record_id, decided_by=current_user(), reason_ref=reason))
 
 
-@records_app.command("trust-invalidate")
 def trust_invalidate_command(
     record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
 ) -> None:
@@ -272,7 +275,6 @@ def trust_invalidate_command(
     )
 
 
-@records_app.command("tombstone")
 def tombstone_command(
     record_id: IdArgument,
     yes: Annotated[
@@ -291,7 +293,6 @@ def tombstone_command(
 # -- automatic expiry and reads -----------------------------------------------------------------
 
 
-@records_app.command("expire-due")
 def expire_due_command(
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many records in one run.")] = 10_000,
     home: HomeOption = None,
@@ -311,7 +312,6 @@ def expire_due_command(
     say(f"{len(expired)} record(s) expired")
 
 
-@records_app.command("list")
 def list_command(
     tenant: Annotated[str | None, typer.Option("--tenant")] = None,
     workspace: Annotated[str | None, typer.Option("--workspace")] = None,
@@ -350,7 +350,6 @@ def list_command(
     out.print(table, markup=False, highlight=False)
 
 
-@records_app.command("show")
 def show_command(record_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
     """One record's metadata and its state history from the journal (never its text)."""
     with opened_engine(home) as (engine, _paths):

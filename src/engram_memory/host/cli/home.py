@@ -1,0 +1,154 @@
+"""Host commands `init`, `bind` and `demo`: making a home, signing an agent's binding, the scripted demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Annotated, Any
+
+import anyio
+import typer
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.contract.instants import format_instant
+from engram_memory.contract.tools import ALL_TOOLS, tool_from_name
+from engram_memory.host.bindings import BindingError, issue_binding, parse_duration
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, out
+from engram_memory.host.compose import (
+    HomeError,
+    init_home,
+)
+from engram_memory.host.keys.files import KeyFileError, load_signing_key
+from engram_memory.host.settings import resolve_home
+
+
+def register(app: typer.Typer) -> None:
+    """Adds this module's commands to the main `engram-memory` app."""
+    app.command("init")(init)
+    app.command("bind")(bind)
+    app.command("demo")(demo)
+
+
+def init(
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store", help="'sqlite' (default, embedded) or postgresql://OWNER@HOST/DB (no password in the URL)."
+        ),
+    ] = None,
+    app_role: Annotated[
+        str | None,
+        typer.Option("--app-role", help="PostgreSQL: the role agent calls run as, behind row-level security."),
+    ] = None,
+    vault: Annotated[
+        str | None,
+        typer.Option("--vault", help="PostgreSQL: postgresql://OWNER@HOST/KEYS_DB for data keys (else keys/vault.db)."),
+    ] = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create the store, key material, host signing key and default policy (idempotent)."""
+    paths = resolve_home(home)
+    try:
+        report = init_home(paths, store, app_role=app_role, vault=vault)
+    except (HomeError, KeyFileError, ContractError, OSError) as exc:
+        fail(str(exc) if not isinstance(exc, ContractError) else f"the store could not be created ({exc.code.value})")
+    if as_json:
+        shown: dict[str, Any] = {"home": str(paths.home), "store": report.store}
+        if report.app_role is not None or report.vault is not None:
+            shown.update(app_role=report.app_role, vault=report.vault)
+        shown["created"] = [str(p) for p in report.created]
+        out.print_json(json.dumps(shown))
+        return
+    out.print(f"home: {paths.home}", markup=False)
+    out.print(f"store: {report.store}", markup=False)
+    if report.app_role is not None:
+        out.print(f"runtime role: {report.app_role}", markup=False)
+    if report.vault is not None:
+        out.print(f"key vault: {report.vault}", markup=False)
+    for path in report.created:
+        out.print(f"created {path}", markup=False)
+    if not report.created:
+        out.print("nothing to do: the home is complete (keys are never overwritten)")
+
+
+def bind(
+    tenant: Annotated[str, typer.Option("--tenant")],
+    workspace: Annotated[str, typer.Option("--workspace")],
+    principal: Annotated[str, typer.Option("--principal")],
+    agent: Annotated[str, typer.Option("--agent")],
+    session: Annotated[str, typer.Option("--session")],
+    purpose: Annotated[str, typer.Option("--purpose", help="The purpose_ref the agent must pass.")],
+    grant: Annotated[list[str] | None, typer.Option("--grant", help="A tool to grant (repeatable).")] = None,
+    all_tools: Annotated[bool, typer.Option("--all-tools", help="Grant all six tools.")] = False,
+    confirm_mutations: Annotated[
+        bool, typer.Option("--confirm-mutations", help="Capture and admission also need a human's approval.")
+    ] = False,
+    expires_in: Annotated[str, typer.Option("--expires-in", help="Lifetime: 90s, 30m, 8h, 7d.")] = "7d",
+    trust_class: Annotated[
+        str, typer.Option("--trust-class", help="asserted (default), earned or signed: what the host vouches for.")
+    ] = "asserted",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print one signed binding token on stdout."""
+    paths = resolve_home(home)
+    grants: set[str] = set()
+    for name in grant or []:
+        tool = tool_from_name(name)
+        if tool is None:
+            fail(f"unknown tool '{name}'")
+        grants.add(tool.value)
+    if all_tools:
+        grants.update(tool.value for tool in ALL_TOOLS)
+    try:
+        issued = issue_binding(
+            load_signing_key(paths),
+            tenant=tenant,
+            workspace=workspace,
+            principal=principal,
+            agent_id=agent,
+            session=session,
+            purpose_ref=purpose,
+            grants=frozenset(grants),
+            confirm_mutations=confirm_mutations,
+            lifetime_s=parse_duration(expires_in),
+            now_s=int(time.time()),
+            trust_class=trust_class,
+        )
+    except (BindingError, KeyFileError) as exc:
+        fail(str(exc))
+    if as_json:
+        b = issued.binding
+        payload = {
+            "token": issued.token,
+            "token_id": b.token_id,
+            "tenant": b.tenant,
+            "workspace": b.workspace,
+            "principal": b.principal,
+            "agent_id": b.agent_id,
+            "session": b.session,
+            "purpose_ref": b.purpose_ref,
+            "grants": sorted(b.grants),
+            "confirm_mutations": b.confirm_mutations,
+            "trust_class": b.trust_class,
+            "expires_at": format_instant(b.expires_at_ms),
+        }
+        sys.stdout.write(json.dumps(payload) + "\n")
+    else:
+        sys.stdout.write(issued.token + "\n")
+
+
+def demo() -> None:
+    """A scripted agent session against a fresh temporary store, over a real MCP stdio connection."""
+    from engram_memory.host.demo import run_demo
+
+    try:
+        code = anyio.run(run_demo, out)
+    except* RuntimeError as group:
+        first: BaseException = group
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        fail(f"the demo stopped: {first}")
+    raise typer.Exit(code=code)

@@ -1,0 +1,104 @@
+"""Host command `serve`: MCP over stdio (one binding) or streamable HTTP (a binding per request)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import anyio
+import typer
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.host.cli import reindex as cli_index
+from engram_memory.host.cli.common import HomeOption, fail
+from engram_memory.host.compose import (
+    HomeError,
+    serving_engines,
+    verify_token,
+)
+from engram_memory.host.keys.files import KeyFileError, load_signing_key
+from engram_memory.host.serve.http_guard import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, MAX_CONNECTIONS, GuardSettings
+from engram_memory.host.settings import HOUSEKEEPING_INTERVAL_S, binding_from_environment, resolve_home
+
+
+def register(app: typer.Typer) -> None:
+    """Adds this module's command to the main `engram-memory` app."""
+    app.command("serve")(serve)
+
+
+def serve(
+    binding: Annotated[str | None, typer.Option("--binding", help="The binding token (else ENGRAM_BINDING).")] = None,
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP: each request's bearer token is its binding.")
+    ] = False,
+    host: Annotated[str, typer.Option("--host", help="With --http: the address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="With --http: the port (0 picks one).")] = 8765,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="With --http: allow a non-loopback address (TLS in front!).")
+    ] = False,
+    housekeeping_every: Annotated[
+        float, typer.Option("--housekeeping-every", min=1.0, help="Seconds between expiry and key sweeps.")
+    ] = HOUSEKEEPING_INTERVAL_S,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout", min=0.1, help="With --http: seconds a connection has to send a request's headers."
+        ),
+    ] = HEADER_TIMEOUT_S,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout", min=0.1, help="With --http: seconds from a request's headers to its body's end."
+        ),
+    ] = BODY_TIMEOUT_S,
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", min=1, help="With --http: open connections at most.")
+    ] = MAX_CONNECTIONS,
+    home: HomeOption = None,
+) -> None:
+    """Serve MCP over stdio (one binding), or over streamable HTTP with --http (a binding per request)."""
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="engram-memory: %(levelname)s %(message)s")
+    log = logging.getLogger("engram_memory.serve")
+    paths = resolve_home(home)
+    from engram_memory.host.serve.http import ListenError, refuse_unsafe_address, serve_http
+    from engram_memory.host.serve.stdio import serve_with_housekeeping
+    from engram_memory.mcp.server import build_server
+
+    if http and binding:
+        fail("--binding is for stdio: over HTTP every request carries its own bearer token")
+    try:
+        if http:
+            refuse_unsafe_address(host, allow_remote)
+        with serving_engines(paths) as (agents, owner):
+            # Indexes built by another tokenizer or model are moved first: a stale scope cannot be searched.
+            cli_index.serve_reindex(owner, log.info)
+            # A store that fails its start-up check is refused rather than allowed to answer wrongly.
+            first = owner.verify(full=False).first
+            if first is not None:
+                fail(f"{first.line}; run engram-memory verify")
+            if http:
+                public_key = load_signing_key(paths).public_key()
+                guard = GuardSettings(header_timeout, body_timeout, max_connections)
+                serve_http(
+                    agents,
+                    owner,
+                    public_key,
+                    host=host,
+                    port=port,
+                    housekeeping_every_s=housekeeping_every,
+                    settings=guard,
+                )
+                return
+            verified, reason = verify_token(paths, binding_from_environment(binding))
+            if reason is not None:
+                log.warning(reason)
+            else:
+                log.info("serving over stdio; binding %s verified", verified.token_id if verified else "-")
+            anyio.run(serve_with_housekeeping, build_server(agents, lambda _ctx: verified), owner, housekeeping_every)
+    except ListenError as exc:
+        fail(str(exc))
+    except (HomeError, KeyFileError) as exc:
+        fail(str(exc))
+    except ContractError as exc:
+        fail(f"the store is unavailable ({exc.code.value})")
