@@ -16,11 +16,13 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.mutation import MAX_ATTEMPTS, run_mutation
+from engram_memory.engine.ports.faults import StoreError, StoreFault
 from engram_memory.engine.ports.store import SealedBody, StoreTx, TransientConflict
 from engram_memory.engine.recall.text import tokenizer_id
+from engram_memory.stores.postgres import store as postgres_store
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, VAULT_MIGRATIONS, bundled, migrate
 from engram_memory.stores.postgres.roles import STORE_GRANTS, grant
-from engram_memory.stores.postgres.store import PostgresStore, SchemaNotCurrent
+from engram_memory.stores.postgres.store import WRITE_LOCK, PostgresStore, SchemaNotCurrent
 from engram_memory.stores.postgres.vault import PostgresKeyVault
 from tests.stores.builders import SCOPE_A, event, fields, record
 from tests.support.postgres import APP_ROLE, OWNER_ROLE, SUPERUSER, PostgresCluster
@@ -129,6 +131,24 @@ def test_advisory_lock_makes_a_second_writer_wait_for_the_first_to_commit(pg_url
         holder.join()
         first.close()
         second.close()
+
+
+def test_a_writer_that_waits_out_the_lock_timeout_is_a_busy_store_unavailable(
+    postgres_cluster: PostgresCluster, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_store, "LOCK_TIMEOUT", "100ms")
+    store = PostgresStore(pg_url)
+    try:
+        with _owner(postgres_cluster, pg_url) as other:
+            other.execute("BEGIN")
+            other.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            with pytest.raises(StoreError) as caught, store.write():
+                pass
+            other.execute("ROLLBACK")
+        assert (caught.value.code, caught.value.fault) == (ErrorCode.STORE_UNAVAILABLE, StoreFault.BUSY)
+        assert not isinstance(caught.value, TransientConflict)
+    finally:
+        store.close()
 
 
 def test_concurrent_writers_through_two_stores_keep_the_journal_dense(pg_url: str) -> None:

@@ -17,6 +17,7 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import CandidateState, RecordState
 from engram_memory.engine import journal
 from engram_memory.engine.deps import Deps
+from engram_memory.engine.ports.faults import StoreFault, fault_of
 from engram_memory.engine.ports.operations import CandidateStateRow, RawJournalRow
 from engram_memory.engine.ports.store import JournalEvent, Scope, StoreTx
 from engram_memory.engine.projection import index_fields
@@ -102,11 +103,12 @@ def _name(scope: Scope) -> str:
 
 
 def _unreadable(code: ErrorCode, scope: Scope | None, what: str, exc: ContractError) -> Problem:
-    """A read the store could not finish. The driver's own message is never copied: it may quote row text."""
-    cause = str(exc.__cause__ or "")
-    if "malformed" in cause or "corrupt" in cause:
+    """A read the store could not finish, worded by the fault the store classified. The driver's own message is
+    never read or copied: it may quote row text."""
+    fault = fault_of(exc)
+    if fault is StoreFault.CORRUPT:
         reason = "the database disk image is malformed"
-    elif "locked" in cause or "busy" in cause:
+    elif fault is StoreFault.BUSY:  # not damage: the same check passes once the writer is done
         code, reason = ErrorCode.STORE_UNAVAILABLE, "the store is busy; try again"
     else:
         reason = "unreadable"

@@ -1,4 +1,4 @@
-"""psycopg 3 behind the shared statements: `?` placeholders rewritten for psycopg, driver errors classified.
+"""psycopg 3 behind the shared statements: `?` placeholders rewritten for psycopg (faults.py classifies its errors).
 
 Imported only by the PostgreSQL store and vault, so `import engram_memory` never loads psycopg.
 """
@@ -14,9 +14,6 @@ from psycopg import conninfo
 from psycopg_pool import ConnectionPool
 
 from engram_memory.stores.sql.connection import SqlCursor
-
-# SQLSTATEs after which the server rolled the transaction back for a concurrent one: run it again.
-TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
@@ -47,10 +44,6 @@ class PsycopgConnection:
 
     def execute(self, sql: str, parameters: Any = (), /) -> SqlCursor:
         return self.raw.execute(psycopg_sql(sql), parameters)
-
-
-def is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, psycopg.Error) and exc.sqlstate in TRANSIENT_SQLSTATES
 
 
 def with_user(url: str, user: str) -> str:
