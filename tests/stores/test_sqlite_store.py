@@ -1,5 +1,5 @@
 """The embedded store's own mechanisms: migrations and their ledger, what opening a store checks, the faults
-it names from SQLite's result codes."""
+it names from SQLite's result codes, and its statement tracer."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import pytest
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.ports.faults import StoreError, StoreFault
+from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.stores.sqlite.migrate import bundled, migrate
 from engram_memory.stores.sqlite.store import SQLiteStore
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
-from tests.stores.builders import SCOPE_A, event
+from tests.stores.builders import AT_MS, SCOPE_A, event, fields, record
 
 VERSIONS = [version for version, _, _ in bundled("migrations")]
+READS = ("SELECT", "WITH")
 
 
 def test_new_store_records_every_migration(tmp_path: Path) -> None:
@@ -130,5 +132,36 @@ def test_a_file_that_may_not_grow_is_a_full_store_unavailable(tmp_path: Path) ->
             for number in range(200):
                 event(tx, SCOPE_A, candidate_id=f"cand_{number:04d}_" + "x" * 200)
         assert (caught.value.code, caught.value.fault) == (ErrorCode.STORE_UNAVAILABLE, StoreFault.FULL)
+    finally:
+        store.close()
+
+
+# -- the statement tracer --------------------------------------------------------------------------------
+
+
+def _own(traced: list[str]) -> list[str]:
+    """The statements the store ran: what FTS5 runs on its shadow tables comes as "-- " comments, inside them."""
+    return [statement for statement in traced if not statement.startswith("-- ")]
+
+
+def test_tracer_sees_a_search_run_only_reads_inside_one_read_transaction(tmp_path: Path) -> None:
+    traced: list[str] = []
+    store = SQLiteStore(tmp_path / "s.db", tracer=traced.append)
+    try:
+        with store.write() as tx:
+            event(tx, SCOPE_A)
+            tx.insert_record(record(SCOPE_A, "mem_a"))
+            tx.index_record(SCOPE_A, "mem_a", fields(primary="blue green deploy"), tokenizer=tokenizer_id())
+        written = _own(traced)
+        assert written[0] == "BEGIN IMMEDIATE" and written[-1] == "COMMIT"
+        assert not any(s.startswith(("BEGIN", "COMMIT", "ROLLBACK")) for s in written[1:-1])
+        traced.clear()
+        with store.read() as tx:
+            found = tx.lexical_candidates(SCOPE_A, ["green"], valid_at_ms=AT_MS, limit=10)
+            counts = tx.term_doc_counts(SCOPE_A, ["green", "absent"])
+        assert [doc.record_id for doc in found] == ["mem_a"] and counts == {"green": 1, "absent": 0}
+        searched = _own(traced)
+        assert searched[0] == "BEGIN" and searched[-1] == "ROLLBACK"
+        assert searched[1:-1] and all(s.lstrip().upper().startswith(READS) for s in searched[1:-1]), searched
     finally:
         store.close()

@@ -25,6 +25,7 @@ from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.queries import PostgresTx
 from engram_memory.stores.postgres.snapshot import PostgresSnapshot
+from engram_memory.stores.sql.connection import StatementTracer
 
 DEFAULT_POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 10.0
@@ -56,13 +57,16 @@ class PostgresStore:
         pool_size: int = DEFAULT_POOL_SIZE,
         run_migrations: bool = True,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        tracer: StatementTracer | None = None,
     ) -> None:
         """`run_migrations=False` is the runtime role's way in: it may not change the schema, so a
-        database behind this version raises SchemaNotCurrent instead.
+        database behind this version raises SchemaNotCurrent instead. `tracer` sees every statement
+        the store's transactions and erasures run, as sent to psycopg.
 
         Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID.
         """
         self._timeout_s = connect_timeout_s
+        self._tracer = tracer
         self._erasure_pending = False
 
         def prepare(connection: Connection) -> None:
@@ -89,7 +93,7 @@ class PostgresStore:
     @contextmanager
     def _transaction(self, connection: Connection, begin: str, *, writer: bool) -> Iterator[PostgresTx]:
         """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE or TransientConflict."""
-        db = PsycopgConnection(connection)
+        db = PsycopgConnection(connection, self._tracer)
         # A conflict rolls back the whole body, which the engine may therefore run again.
         with POSTGRES.translated(undo=lambda: _rollback(db), conflicts_rerun=True):
             db.execute(begin)
@@ -164,7 +168,7 @@ class PostgresStore:
         self._erasure_pending = True
         try:
             with POSTGRES.ignored(failed="vacuum failed"):
-                self._erasure_pending = not _vacuum(connection)
+                self._erasure_pending = not _vacuum(PsycopgConnection(connection, self._tracer))
         finally:
             self._pool.putconn(connection)
         return not self._erasure_pending
@@ -199,25 +203,25 @@ def _rollback(db: PsycopgConnection) -> None:
             db.execute("ROLLBACK")
 
 
-def _vacuum(connection: Connection) -> bool:
+def _vacuum(db: PsycopgConnection) -> bool:
     """True when no erased row version is left in the tables' live files."""
-    requested = connection.execute("SELECT max(seq) FROM erasure_requests").fetchone()
-    connection.execute(f"VACUUM {', '.join(ERASED_TABLES)}")
-    left = connection.execute(
+    requested = db.execute("SELECT max(seq) FROM erasure_requests").fetchone()
+    db.execute(f"VACUUM {', '.join(ERASED_TABLES)}")
+    left = db.execute(
         "SELECT COALESCE(sum(pg_stat_get_dead_tuples(c.oid)), 0) FROM pg_class AS c"
-        " WHERE c.oid = ANY (%s::regclass[]) OR c.oid IN"
-        " (SELECT reltoastrelid FROM pg_class WHERE oid = ANY (%s::regclass[]))",
+        " WHERE c.oid = ANY (?::regclass[]) OR c.oid IN"
+        " (SELECT reltoastrelid FROM pg_class WHERE oid = ANY (?::regclass[]))",
         (list(ERASED_TABLES), list(ERASED_TABLES)),
     ).fetchone()
     if left is None or int(left[0]) > 0:
         return False  # an older snapshot still sees them: the rewrite would copy them along
     if requested is not None and requested[0] is not None:
-        connection.execute("SELECT set_config('lock_timeout', %s, false)", (REWRITE_LOCK_TIMEOUT,))
+        db.execute("SELECT set_config('lock_timeout', ?, false)", (REWRITE_LOCK_TIMEOUT,))
         try:
-            connection.execute("VACUUM FULL lexical_index, record_vectors")
+            db.execute("VACUUM FULL lexical_index, record_vectors")
         finally:
-            connection.execute("RESET lock_timeout")
-        connection.execute("DELETE FROM erasure_requests WHERE seq <= %s", (requested[0],))
+            db.execute("RESET lock_timeout")
+        db.execute("DELETE FROM erasure_requests WHERE seq <= ?", (requested[0],))
     return True
 
 

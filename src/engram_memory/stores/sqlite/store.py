@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engram_memory.contract.errors import ErrorCode
+from engram_memory.stores.sql.connection import StatementTracer
 from engram_memory.stores.sqlite import postings
 from engram_memory.stores.sqlite.faults import SQLITE
 from engram_memory.stores.sqlite.migrate import migrate
@@ -52,9 +53,11 @@ class SQLiteStore:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         image: bytes | None = None,
         run_migrations: bool = True,
+        tracer: StatementTracer | None = None,
     ) -> None:
         """`image` (with `path` IN_MEMORY) loads a database file's bytes; `run_migrations=False` lets a
-        restore check an archived store exactly as it was written before migrating it."""
+        restore check an archived store exactly as it was written before migrating it. `tracer` sees
+        every statement run once the store is open (sqlite3's trace callback, which ignores what it raises)."""
         self.path = path
         self._lock = threading.RLock()
         self._erasure_pending = False
@@ -75,6 +78,7 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if run_migrations:
                 self._migrate()
+            self._db.set_trace_callback(tracer)
 
     def _migrate(self) -> None:
         migrate(self._db, "migrations")
