@@ -24,6 +24,7 @@ from engram_memory.host.settings import HostPaths
 from engram_memory.stores.postgres.queries import scope_token
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
+from tests.support.faults import impatient_store, write_lock_held
 from tests.support.homes import bind, engine_for
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import unique_key
@@ -482,6 +483,17 @@ def test_verify_reports_an_unreadable_postgres_journal_instead_of_raising(postgr
     report = _verify(paths, full=False)
     assert [(p.code, p.scope, p.detail) for p in report.problems] == [
         (ErrorCode.JOURNAL_CORRUPT, None, "the list of scopes cannot be read (unreadable)")  # scopes come from it
+    ]
+
+
+def test_verify_says_the_store_is_busy_while_another_writer_holds_the_lock(
+    session: Session, paths: HostPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = impatient_store(paths, monkeypatch)  # the full-text engine's own check needs the write lock
+    with steered_engine(paths, clock=ManualClock(), store=store, semantic=False) as engine, write_lock_held(paths):
+        report = verify_store(engine.deps, full=True)
+    assert [(p.code, p.detail) for p in report.problems] == [
+        (ErrorCode.STORE_UNAVAILABLE, "the lexical index cannot be read (the store is busy; try again)")
     ]
 
 

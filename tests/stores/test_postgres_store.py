@@ -1,5 +1,6 @@
 """The PostgreSQL store's own mechanisms: the migration ledger, the writers' advisory lock, retries of
-transactions the server rolled back for a concurrent one, translated driver faults, and physical erasure."""
+transactions the server rolled back for a concurrent one, translated driver faults, physical erasure,
+and the statement tracer."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.mutation import MAX_ATTEMPTS, run_mutation
+from engram_memory.engine.ports.faults import StoreError, StoreFault
 from engram_memory.engine.ports.store import SealedBody, StoreTx, TransientConflict
 from engram_memory.engine.recall.text import tokenizer_id
+from engram_memory.stores.postgres import store as postgres_store
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, VAULT_MIGRATIONS, bundled, migrate
 from engram_memory.stores.postgres.roles import STORE_GRANTS, grant
-from engram_memory.stores.postgres.store import PostgresStore, SchemaNotCurrent
+from engram_memory.stores.postgres.store import WRITE_LOCK, PostgresStore, SchemaNotCurrent
 from engram_memory.stores.postgres.vault import PostgresKeyVault
-from tests.stores.builders import SCOPE_A, event, fields, record
+from tests.stores.builders import AT_MS, SCOPE_A, event, fields, record
 from tests.support.postgres import APP_ROLE, OWNER_ROLE, SUPERUSER, PostgresCluster
 
 TOKENIZER_ID = tokenizer_id()
@@ -129,6 +132,24 @@ def test_advisory_lock_makes_a_second_writer_wait_for_the_first_to_commit(pg_url
         holder.join()
         first.close()
         second.close()
+
+
+def test_a_writer_that_waits_out_the_lock_timeout_is_a_busy_store_unavailable(
+    postgres_cluster: PostgresCluster, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_store, "LOCK_TIMEOUT", "100ms")
+    store = PostgresStore(pg_url)
+    try:
+        with _owner(postgres_cluster, pg_url) as other:
+            other.execute("BEGIN")
+            other.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            with pytest.raises(StoreError) as caught, store.write():
+                pass
+            other.execute("ROLLBACK")
+        assert (caught.value.code, caught.value.fault) == (ErrorCode.STORE_UNAVAILABLE, StoreFault.BUSY)
+        assert not isinstance(caught.value, TransientConflict)
+    finally:
+        store.close()
 
 
 def test_concurrent_writers_through_two_stores_keep_the_journal_dense(pg_url: str) -> None:
@@ -362,5 +383,31 @@ def test_erasure_waits_while_an_older_snapshot_still_sees_the_rows(
                 tx.destroy_body(SCOPE_A, "cand_1")
             assert not store.erase_physically()
         assert store.erase_physically()
+    finally:
+        store.close()
+
+
+# -- the statement tracer --------------------------------------------------------------------------------
+
+
+def test_tracer_sees_a_search_run_only_reads_inside_one_read_only_snapshot(pg_url: str) -> None:
+    statements: list[str] = []
+    store = PostgresStore(pg_url, tracer=statements.append)
+    try:
+        with store.write() as tx:
+            event(tx, SCOPE_A)
+            tx.insert_record(record(SCOPE_A, "mem_a"))
+            tx.index_record(SCOPE_A, "mem_a", fields(primary="blue green deploy"), tokenizer=TOKENIZER_ID)
+        assert statements[0] == "BEGIN ISOLATION LEVEL READ COMMITTED" and statements[-1] == "COMMIT"
+        assert "SELECT pg_advisory_xact_lock(%s)" in statements[1:3]  # every writer queues on the one lock
+        assert not any(s.startswith(("BEGIN", "COMMIT", "ROLLBACK")) for s in statements[1:-1])
+        statements.clear()
+        with store.read() as tx:
+            found = tx.lexical_candidates(SCOPE_A, ["green"], valid_at_ms=AT_MS, limit=10)
+            counts = tx.term_doc_counts(SCOPE_A, ["green", "absent"])
+        assert [doc.record_id for doc in found] == ["mem_a"] and counts == {"green": 1, "absent": 0}
+        assert statements[0] == "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" and statements[-1] == "ROLLBACK"
+        searched = statements[1:-1]
+        assert searched and all(s.lstrip().upper().startswith(("SELECT", "WITH")) for s in searched), searched
     finally:
         store.close()

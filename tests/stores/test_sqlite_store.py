@@ -1,4 +1,5 @@
-"""The embedded store's own mechanisms: migrations and their ledger, and what opening a store checks."""
+"""The embedded store's own mechanisms: migrations and their ledger, what opening a store checks, the faults
+it names from SQLite's result codes, and its statement tracer."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from pathlib import Path
 import pytest
 
 from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports.faults import StoreError, StoreFault
+from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.stores.sqlite.migrate import bundled, migrate
 from engram_memory.stores.sqlite.store import SQLiteStore
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
+from tests.stores.builders import AT_MS, SCOPE_A, event, fields, record
 
 VERSIONS = [version for version, _, _ in bundled("migrations")]
+READS = ("SELECT", "WITH")
 
 
 def test_new_store_records_every_migration(tmp_path: Path) -> None:
@@ -77,3 +82,86 @@ def test_vault_has_its_own_ledger(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "v.db") as db:
         versions = [row[0] for row in db.execute("SELECT version FROM schema_migrations ORDER BY version")]
         assert versions == [version for version, _, _ in bundled("vault_migrations")] and len(versions) >= 2
+
+
+# -- faults, named from SQLite's result codes ------------------------------------------------------------
+
+
+def test_a_write_that_waits_out_the_busy_timeout_is_a_busy_store_unavailable(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db", busy_timeout_ms=50)
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError) as caught, store.write():
+            pass
+        assert (caught.value.code, caught.value.fault) == (ErrorCode.STORE_UNAVAILABLE, StoreFault.BUSY)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        store.close()
+
+
+def test_a_damaged_page_is_a_corrupt_store_unavailable(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with store.write() as tx:
+        event(tx, SCOPE_A)
+    store.close()
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
+        root = int(db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'journal'").fetchone()[0])
+    db.close()
+    data = bytearray((tmp_path / "s.db").read_bytes())
+    data[(root - 1) * page_size : (root - 1) * page_size + 12] = b"\xff" * 12  # an invalid b-tree page header
+    (tmp_path / "s.db").write_bytes(bytes(data))
+    store = SQLiteStore(tmp_path / "s.db")
+    try:
+        with pytest.raises(StoreError) as caught, store.read() as tx:
+            list(tx.events(SCOPE_A))
+        assert (caught.value.code, caught.value.fault) == (ErrorCode.STORE_UNAVAILABLE, StoreFault.CORRUPT)
+    finally:
+        store.close()
+
+
+def test_a_file_that_may_not_grow_is_a_full_store_unavailable(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    try:
+        with store.read():  # the store's own connection: SQLITE_FULL exactly as from a full disk
+            pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+        store._db.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(StoreError) as caught, store.write() as tx:
+            for number in range(200):
+                event(tx, SCOPE_A, candidate_id=f"cand_{number:04d}_" + "x" * 200)
+        assert (caught.value.code, caught.value.fault) == (ErrorCode.STORE_UNAVAILABLE, StoreFault.FULL)
+    finally:
+        store.close()
+
+
+# -- the statement tracer --------------------------------------------------------------------------------
+
+
+def _own(traced: list[str]) -> list[str]:
+    """The statements the store ran: what FTS5 runs on its shadow tables comes as "-- " comments, inside them."""
+    return [statement for statement in traced if not statement.startswith("-- ")]
+
+
+def test_tracer_sees_a_search_run_only_reads_inside_one_read_transaction(tmp_path: Path) -> None:
+    traced: list[str] = []
+    store = SQLiteStore(tmp_path / "s.db", tracer=traced.append)
+    try:
+        with store.write() as tx:
+            event(tx, SCOPE_A)
+            tx.insert_record(record(SCOPE_A, "mem_a"))
+            tx.index_record(SCOPE_A, "mem_a", fields(primary="blue green deploy"), tokenizer=tokenizer_id())
+        written = _own(traced)
+        assert written[0] == "BEGIN IMMEDIATE" and written[-1] == "COMMIT"
+        assert not any(s.startswith(("BEGIN", "COMMIT", "ROLLBACK")) for s in written[1:-1])
+        traced.clear()
+        with store.read() as tx:
+            found = tx.lexical_candidates(SCOPE_A, ["green"], valid_at_ms=AT_MS, limit=10)
+            counts = tx.term_doc_counts(SCOPE_A, ["green", "absent"])
+        assert [doc.record_id for doc in found] == ["mem_a"] and counts == {"green": 1, "absent": 0}
+        searched = _own(traced)
+        assert searched[0] == "BEGIN" and searched[-1] == "ROLLBACK"
+        assert searched[1:-1] and all(s.lstrip().upper().startswith(READS) for s in searched[1:-1]), searched
+    finally:
+        store.close()

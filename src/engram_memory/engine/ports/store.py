@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports.faults import StoreError, StoreFault, TransientConflict
 from engram_memory.engine.ports.maintenance import MaintenanceTx
 from engram_memory.engine.ports.operations import OperationsTx
 from engram_memory.engine.ports.review import ReviewTx
@@ -53,24 +53,14 @@ __all__ = [
     "ScopeHead",
     "SealedBody",
     "Store",
+    "StoreError",
+    "StoreFault",
     "StoreTx",
     "StoredVector",
     "TransientConflict",
     "UnembeddedRecord",
     "WrappedKey",
 ]
-
-
-class TransientConflict(ContractError):
-    """The store rolled a transaction back only because a concurrent one conflicted with it.
-
-    PostgreSQL reports these as serialization failures and deadlocks (SQLSTATE 40001, 40P01). Nothing
-    was written, so the same body may simply run again (engine/mutation.py does, a bounded number of
-    times); a caller that does not retry sees what it is: STORE_UNAVAILABLE, retriable.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(ErrorCode.STORE_UNAVAILABLE)
 
 
 class CoreTx(Protocol):
@@ -160,6 +150,9 @@ class StoreTx(CoreTx, ReviewTx, MaintenanceTx, OperationsTx, Protocol):
 
 
 class Store(Protocol):
+    """Where state lives. A driver's error reaches the engine only as a StoreError, whose fault
+    (busy, corrupt, full, ...) the store classified from its driver's own codes."""
+
     def write(self, *, synced: bool = True) -> AbstractContextManager[StoreTx]:
         """A serialised write transaction; ContractError STORE_UNAVAILABLE before commit,
         MUTATION_OUTCOME_UNKNOWN when the commit itself fails, TransientConflict when the store

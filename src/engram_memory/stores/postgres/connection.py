@@ -1,4 +1,4 @@
-"""psycopg 3 behind the shared statements: `?` placeholders rewritten for psycopg, driver errors classified.
+"""psycopg 3 behind the shared statements: `?` placeholders rewritten for psycopg, statements traced on request.
 
 Imported only by the PostgreSQL store and vault, so `import engram_memory` never loads psycopg.
 """
@@ -13,10 +13,7 @@ import psycopg
 from psycopg import conninfo
 from psycopg_pool import ConnectionPool
 
-from engram_memory.stores.sql.connection import SqlCursor
-
-# SQLSTATEs after which the server rolled the transaction back for a concurrent one: run it again.
-TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+from engram_memory.stores.sql.connection import SqlCursor, StatementTracer
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
@@ -40,17 +37,20 @@ def psycopg_sql(sql: str) -> str:
 
 
 class PsycopgConnection:
-    """Runs the shared statements on one psycopg connection (the transaction is the store's)."""
+    """Runs the shared statements on one psycopg connection (the transaction is the store's).
 
-    def __init__(self, connection: Connection) -> None:
+    psycopg has no trace hook of its own (SQLite has its trace callback), so `tracer` is called here.
+    """
+
+    def __init__(self, connection: Connection, tracer: StatementTracer | None = None) -> None:
         self.raw = connection
+        self._tracer = tracer
 
     def execute(self, sql: str, parameters: Any = (), /) -> SqlCursor:
-        return self.raw.execute(psycopg_sql(sql), parameters)
-
-
-def is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, psycopg.Error) and exc.sqlstate in TRANSIENT_SQLSTATES
+        statement = psycopg_sql(sql)
+        if self._tracer is not None:
+            self._tracer(statement)
+        return self.raw.execute(statement, parameters)
 
 
 def with_user(url: str, user: str) -> str:

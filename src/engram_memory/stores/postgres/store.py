@@ -5,7 +5,8 @@ Every write is one READ COMMITTED transaction that first takes one transaction-s
 across processes and machines, which keeps the journal's dense cursors and every read-then-write of
 the engine simply correct. Reads are REPEATABLE READ READ ONLY snapshots and never wait for writers.
 
-Driver errors are translated here, at the transaction boundary: a failure before COMMIT is
+Driver errors are translated here, at the transaction boundary (through `POSTGRES`, which names the
+fault from the server's SQLSTATE): a failure before COMMIT is
 STORE_UNAVAILABLE (nothing was written), a serialization failure or deadlock is TransientConflict
 (nothing was written; the engine runs the body again), and a failure of COMMIT itself is
 MUTATION_OUTCOME_UNKNOWN (the caller resolves it by retrying with the same idempotency key).
@@ -13,22 +14,18 @@ MUTATION_OUTCOME_UNKNOWN (the caller resolves it by retrying with the same idemp
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
-from psycopg_pool import PoolTimeout
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.ports.store import TransientConflict
-from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, is_transient, open_pool
+from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
+from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.queries import PostgresTx
 from engram_memory.stores.postgres.snapshot import PostgresSnapshot
-from engram_memory.stores.sql.base import StoreInvariantError
-
-logger = logging.getLogger(__name__)
+from engram_memory.stores.sql.connection import StatementTracer
 
 DEFAULT_POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 10.0
@@ -60,13 +57,16 @@ class PostgresStore:
         pool_size: int = DEFAULT_POOL_SIZE,
         run_migrations: bool = True,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        tracer: StatementTracer | None = None,
     ) -> None:
         """`run_migrations=False` is the runtime role's way in: it may not change the schema, so a
-        database behind this version raises SchemaNotCurrent instead.
+        database behind this version raises SchemaNotCurrent instead. `tracer` sees every statement
+        the store's transactions and erasures run, as sent to psycopg.
 
         Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID.
         """
         self._timeout_s = connect_timeout_s
+        self._tracer = tracer
         self._erasure_pending = False
 
         def prepare(connection: Connection) -> None:
@@ -80,41 +80,32 @@ class PostgresStore:
             # An erasure a runtime process could not finish is finished by the next owner process.
             self._erasure_pending = self._may_vacuum and _erasure_requested(connection)
 
-        try:
+        with POSTGRES.translated():
             self._pool = open_pool(
                 url, size=pool_size, timeout_s=connect_timeout_s, name="engram-store", prepare=prepare
             )
-        except psycopg.Error as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
 
     # -- transactions -------------------------------------------------------------------------
     def _checkout(self) -> Connection:
-        try:
+        with POSTGRES.translated():  # the pool's timeout (PoolTimeout) is a psycopg error too
             return self._pool.getconn(timeout=self._timeout_s)
-        except (PoolTimeout, psycopg.Error) as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
 
     @contextmanager
     def _transaction(self, connection: Connection, begin: str, *, writer: bool) -> Iterator[PostgresTx]:
         """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE or TransientConflict."""
-        db = PsycopgConnection(connection)
-        try:
+        db = PsycopgConnection(connection, self._tracer)
+        # A conflict rolls back the whole body, which the engine may therefore run again.
+        with POSTGRES.translated(undo=lambda: _rollback(db), conflicts_rerun=True):
             db.execute(begin)
             if writer:
                 db.execute("SELECT set_config('lock_timeout', ?, true)", (LOCK_TIMEOUT,))
                 # One lock for every writer: simple, and obviously as serial as SQLite's BEGIN IMMEDIATE.
                 db.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
-        except psycopg.Error as exc:
-            _rollback(connection)
-            raise _translated(exc) from exc
         try:
-            yield PostgresTx(db)
-        except (psycopg.Error, StoreInvariantError) as exc:
-            _rollback(connection)
-            logger.error("transaction failed before commit: %s", type(exc).__name__)
-            raise _translated(exc) from exc
+            with POSTGRES.translated(failed="transaction failed before commit", conflicts_rerun=True):
+                yield PostgresTx(db)
         except BaseException:
-            _rollback(connection)
+            _rollback(db)
             raise
 
     @contextmanager
@@ -125,14 +116,16 @@ class PostgresStore:
                 if not synced:
                     tx.relax_commit()
                 yield tx
-            try:
-                connection.execute("COMMIT")
-            except psycopg.Error as exc:
-                _rollback(connection)
-                logger.error("commit failed: %s", type(exc).__name__)
-                if is_transient(exc):  # the server says it rolled back: nothing was written
-                    raise TransientConflict() from exc
-                raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from exc
+            db = tx.connection
+            # The COMMIT may have reached the server before it failed: the outcome is unknown, unless
+            # the server said it rolled back for a conflict (nothing written: TransientConflict).
+            with POSTGRES.translated(
+                ErrorCode.MUTATION_OUTCOME_UNKNOWN,
+                undo=lambda: _rollback(db),
+                failed="commit failed",
+                conflicts_rerun=True,
+            ):
+                db.execute("COMMIT")
         finally:
             self._pool.putconn(connection)
         if self._erasure_pending:
@@ -150,7 +143,7 @@ class PostgresStore:
         try:
             with self._transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", writer=False) as tx:
                 yield tx
-            _rollback(connection)
+            _rollback(tx.connection)
         finally:
             self._pool.putconn(connection)
 
@@ -172,11 +165,10 @@ class PostgresStore:
         except ContractError:
             self._erasure_pending = True
             return False
+        self._erasure_pending = True
         try:
-            self._erasure_pending = not _vacuum(connection)
-        except psycopg.Error as exc:
-            logger.error("vacuum failed: %s", type(exc).__name__)
-            self._erasure_pending = True
+            with POSTGRES.ignored(failed="vacuum failed"):
+                self._erasure_pending = not _vacuum(PsycopgConnection(connection, self._tracer))
         finally:
             self._pool.putconn(connection)
         return not self._erasure_pending
@@ -205,37 +197,31 @@ class PostgresStore:
         self._pool.close()
 
 
-def _rollback(connection: Connection) -> None:
-    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        try:
-            connection.execute("ROLLBACK")
-        except psycopg.Error:
-            logger.error("rollback failed")
+def _rollback(db: PsycopgConnection) -> None:
+    if db.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        with POSTGRES.ignored(failed="rollback failed"):
+            db.execute("ROLLBACK")
 
 
-def _translated(exc: BaseException) -> ContractError:
-    return TransientConflict() if is_transient(exc) else ContractError(ErrorCode.STORE_UNAVAILABLE)
-
-
-def _vacuum(connection: Connection) -> bool:
+def _vacuum(db: PsycopgConnection) -> bool:
     """True when no erased row version is left in the tables' live files."""
-    requested = connection.execute("SELECT max(seq) FROM erasure_requests").fetchone()
-    connection.execute(f"VACUUM {', '.join(ERASED_TABLES)}")
-    left = connection.execute(
+    requested = db.execute("SELECT max(seq) FROM erasure_requests").fetchone()
+    db.execute(f"VACUUM {', '.join(ERASED_TABLES)}")
+    left = db.execute(
         "SELECT COALESCE(sum(pg_stat_get_dead_tuples(c.oid)), 0) FROM pg_class AS c"
-        " WHERE c.oid = ANY (%s::regclass[]) OR c.oid IN"
-        " (SELECT reltoastrelid FROM pg_class WHERE oid = ANY (%s::regclass[]))",
+        " WHERE c.oid = ANY (?::regclass[]) OR c.oid IN"
+        " (SELECT reltoastrelid FROM pg_class WHERE oid = ANY (?::regclass[]))",
         (list(ERASED_TABLES), list(ERASED_TABLES)),
     ).fetchone()
     if left is None or int(left[0]) > 0:
         return False  # an older snapshot still sees them: the rewrite would copy them along
     if requested is not None and requested[0] is not None:
-        connection.execute("SELECT set_config('lock_timeout', %s, false)", (REWRITE_LOCK_TIMEOUT,))
+        db.execute("SELECT set_config('lock_timeout', ?, false)", (REWRITE_LOCK_TIMEOUT,))
         try:
-            connection.execute("VACUUM FULL lexical_index, record_vectors")
+            db.execute("VACUUM FULL lexical_index, record_vectors")
         finally:
-            connection.execute("RESET lock_timeout")
-        connection.execute("DELETE FROM erasure_requests WHERE seq <= %s", (requested[0],))
+            db.execute("RESET lock_timeout")
+        db.execute("DELETE FROM erasure_requests WHERE seq <= ?", (requested[0],))
     return True
 
 

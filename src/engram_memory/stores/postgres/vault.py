@@ -13,11 +13,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import psycopg
-from psycopg_pool import PoolTimeout
 
-from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.errors import ContractError
 from engram_memory.engine.ports.store import RevocationRow, Scope, WrappedKey
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
+from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import VAULT_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.store import CONNECT_TIMEOUT_S, SchemaNotCurrent
 from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
@@ -55,30 +55,27 @@ class PostgresKeyVault:
             ).fetchone()
             self._may_vacuum = bool(row and row[0])
 
-        try:
+        with POSTGRES.translated():
             self._pool = open_pool(
                 url, size=pool_size, timeout_s=connect_timeout_s, name="engram-vault", prepare=prepare
             )
-        except psycopg.Error as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
 
     @contextmanager
     def _tx(self, tenant: str | None = None) -> Iterator[PsycopgConnection]:
-        """One committed transaction, naming its tenant for row-level security; STORE_UNAVAILABLE on failure."""
-        try:
+        """One committed transaction, naming its tenant for row-level security; STORE_UNAVAILABLE on failure.
+
+        A failed COMMIT is STORE_UNAVAILABLE too (see SQLiteKeyVault.batch), and a conflict is no
+        TransientConflict: running again is for the store's transaction, whose rollback undoes the whole body."""
+        with POSTGRES.translated():
             connection = self._pool.getconn(timeout=self._timeout_s)
-        except (PoolTimeout, psycopg.Error) as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
         db = PsycopgConnection(connection)
         try:
-            db.execute("BEGIN")
-            if tenant is not None:
-                db.execute("SELECT set_config('app.tenant', ?, true)", (tenant,))
-            yield db
-            db.execute("COMMIT")
-        except psycopg.Error as exc:
-            _rollback(connection)
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+            with POSTGRES.translated():
+                db.execute("BEGIN")
+                if tenant is not None:
+                    db.execute("SELECT set_config('app.tenant', ?, true)", (tenant,))
+                yield db
+                db.execute("COMMIT")
         except BaseException:
             _rollback(connection)
             raise
@@ -187,17 +184,14 @@ class PostgresKeyVault:
         """VACUUMs the key table so replaced and deleted wraps leave its pages; False when this role may not."""
         if not self._may_vacuum:
             return False
-        try:
+        with POSTGRES.ignored():
             connection = self._pool.getconn(timeout=self._timeout_s)
-        except (PoolTimeout, psycopg.Error):
-            return False
-        try:
-            connection.execute("VACUUM data_keys")
-        except psycopg.Error:
-            return False
-        finally:
-            self._pool.putconn(connection)
-        return True
+            try:
+                connection.execute("VACUUM data_keys")
+            finally:
+                self._pool.putconn(connection)
+            return True
+        return False
 
     # -- revocations ------------------------------------------------------------------------------
     def revoke(self, row: RevocationRow) -> RevocationRow:
@@ -233,7 +227,5 @@ class PostgresKeyVault:
 
 def _rollback(connection: Connection) -> None:
     if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        try:
+        with POSTGRES.ignored(failed="rollback failed"):
             connection.execute("ROLLBACK")
-        except psycopg.Error:
-            logger.error("rollback failed")

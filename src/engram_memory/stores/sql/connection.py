@@ -6,8 +6,12 @@ PostgreSQL adapter rewrites them for psycopg. Booleans are stored as integers in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
+
+StatementTracer = Callable[[str], None]
+"""Sees every statement a store runs, before it runs: for tests and debugging, never for production logs
+(SQLite hands it the statement with its values filled in, and values may be memory text)."""
 
 
 class SqlCursor(Protocol):

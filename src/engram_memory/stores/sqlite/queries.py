@@ -12,12 +12,14 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram_memory.engine.ports.faults import StoreFault
 from engram_memory.engine.ports.operations import IndexEntry
 from engram_memory.engine.ports.store import IndexedDoc, Scope
 from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.queries.transaction import SqlTx
 from engram_memory.stores.sqlite import postings
+from engram_memory.stores.sqlite.faults import sqlite_fault
 
 FTS_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
 _CONTENT_FILTER = "{" + " ".join(FTS_COLUMNS) + "}"
@@ -230,7 +232,7 @@ class SQLiteTx(SqlTx):
         try:
             self._db.execute("INSERT INTO lexical_index (lexical_index) VALUES ('integrity-check')")
         except sqlite3.DatabaseError as exc:
-            if "malformed" in str(exc) or "corrupt" in str(exc):
+            if sqlite_fault(exc) is StoreFault.CORRUPT:  # FTS5 answers a failed check with SQLITE_CORRUPT_VTAB
                 return False
             raise
         return postings.consistent(self._settled())

@@ -1,8 +1,9 @@
 """The embedded store: one SQLite file in WAL mode, `BEGIN IMMEDIATE` for every write.
 
-Driver errors are translated here, at the transaction boundary: a failure before COMMIT is
-STORE_UNAVAILABLE (nothing was written), a failure of COMMIT itself is MUTATION_OUTCOME_UNKNOWN
-(the caller resolves it by retrying with the same idempotency key).
+Driver errors are translated here, at the transaction boundary (through `SQLITE`, which names the
+fault from SQLite's result code): a failure before COMMIT is STORE_UNAVAILABLE (nothing was written),
+a failure of COMMIT itself is MUTATION_OUTCOME_UNKNOWN (the caller resolves it by retrying with the
+same idempotency key).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.stores.sql.base import StoreInvariantError
+from engram_memory.contract.errors import ErrorCode
+from engram_memory.stores.sql.connection import StatementTracer
 from engram_memory.stores.sqlite import postings
+from engram_memory.stores.sqlite.faults import SQLITE
 from engram_memory.stores.sqlite.migrate import migrate
 from engram_memory.stores.sqlite.queries import SQLiteTx
 from engram_memory.stores.sqlite.snapshot import SnapshotQueries
@@ -51,16 +53,18 @@ class SQLiteStore:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         image: bytes | None = None,
         run_migrations: bool = True,
+        tracer: StatementTracer | None = None,
     ) -> None:
         """`image` (with `path` IN_MEMORY) loads a database file's bytes; `run_migrations=False` lets a
-        restore check an archived store exactly as it was written before migrating it."""
+        restore check an archived store exactly as it was written before migrating it. `tracer` sees
+        every statement run once the store is open (sqlite3's trace callback, which ignores what it raises)."""
         self.path = path
         self._lock = threading.RLock()
         self._erasure_pending = False
         self._batching = False
         self._pending = postings.PendingPostings()
         self._batch_torn = False
-        try:
+        with SQLITE.translated():
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
             )
@@ -74,8 +78,7 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if run_migrations:
                 self._migrate()
-        except sqlite3.Error as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+            self._db.set_trace_callback(tracer)
 
     def _migrate(self) -> None:
         migrate(self._db, "migrations")
@@ -105,16 +108,11 @@ class SQLiteStore:
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[SQLiteTx]:
         """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE."""
-        try:
+        with SQLITE.translated():  # BEGIN IMMEDIATE that waited out the busy timeout: STORE_UNAVAILABLE, busy
             self._db.execute(begin)
-        except sqlite3.Error as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
         try:
-            yield SQLiteTx(self._db)
-        except (sqlite3.Error, StoreInvariantError) as exc:
-            self._rollback()
-            logger.error("transaction failed before commit: %s", type(exc).__name__)
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+            with SQLITE.translated(failed="transaction failed before commit"):
+                yield SQLiteTx(self._db)
         except BaseException:
             self._rollback()
             raise
@@ -131,12 +129,9 @@ class SQLiteStore:
             try:
                 with self._transaction("BEGIN IMMEDIATE") as tx:
                     yield tx
-                try:
+                # The COMMIT may have reached the disk before it failed: the outcome is unknown.
+                with SQLITE.translated(ErrorCode.MUTATION_OUTCOME_UNKNOWN, undo=self._rollback, failed="commit failed"):
                     self._commit()
-                except sqlite3.Error as exc:
-                    self._rollback()
-                    logger.error("commit failed: %s", type(exc).__name__)
-                    raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from exc
             finally:
                 if not synced:
                     self._synchronous("FULL")
@@ -151,10 +146,8 @@ class SQLiteStore:
         with self._lock:
             if self._batching:
                 raise RuntimeError("batches do not nest")
-            try:
+            with SQLITE.translated():
                 self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
             self._batching = True
             self._pending = postings.PendingPostings()
             self._batch_torn = False
@@ -165,52 +158,40 @@ class SQLiteStore:
                 self._rollback()
                 raise
             self._batching = False
-            try:
+            with SQLITE.translated(
+                ErrorCode.MUTATION_OUTCOME_UNKNOWN, undo=self._rollback, failed="batch commit failed"
+            ):
                 if self._batch_torn:
                     raise sqlite3.OperationalError("a savepoint rolled back postings already written")
                 self._pending.flush(self._db)
                 self._commit()
-            except sqlite3.Error as exc:
-                self._rollback()
-                logger.error("batch commit failed: %s", type(exc).__name__)
-                raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN) from exc
             if self._erasure_pending:
                 self.erase_physically()
 
     @contextmanager
     def _savepoint(self) -> Iterator[SQLiteTx]:
-        try:
+        with SQLITE.translated():
             self._db.execute("SAVEPOINT batch_write")
-        except sqlite3.Error as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
         mark, flushes = self._pending.mark(), self._pending.flushes
         try:
-            yield SQLiteTx(self._db, self._pending)
-        except BaseException as exc:
+            with SQLITE.translated(failed="write failed inside a batch"):
+                yield SQLiteTx(self._db, self._pending)
+        except BaseException:
             self._pending.rewind(mark)
             # No write reads the postings, so no flush happens inside one; if one ever did, the batch
             # could no longer tell which written postings the rollback took back: it must not commit.
             self._batch_torn = self._batch_torn or self._pending.flushes != flushes
-            try:
+            with SQLITE.ignored(failed="savepoint rollback failed"):
                 self._db.execute("ROLLBACK TO batch_write")
                 self._db.execute("RELEASE batch_write")
-            except sqlite3.Error:
-                logger.error("savepoint rollback failed")
-            if isinstance(exc, (sqlite3.Error, StoreInvariantError)):
-                logger.error("write failed inside a batch: %s", type(exc).__name__)
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
             raise
-        try:
+        with SQLITE.translated():
             self._db.execute("RELEASE batch_write")
-        except sqlite3.Error as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
 
     def _synchronous(self, level: str) -> None:
         """In WAL mode NORMAL skips the commit's sync; the WAL stays ordered, so nothing is ever torn."""
-        try:
+        with SQLITE.translated():
             self._db.execute(f"PRAGMA synchronous = {level}")
-        except sqlite3.Error as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
 
     @contextmanager
     def read(self) -> Iterator[SQLiteTx]:
@@ -224,10 +205,8 @@ class SQLiteStore:
 
     def _rollback(self) -> None:
         if self._db.in_transaction:
-            try:
+            with SQLITE.ignored(failed="rollback failed"):
                 self._db.execute("ROLLBACK")
-            except sqlite3.Error:
-                logger.error("rollback failed")
 
     def erase_physically(self) -> bool:
         """Copies the WAL into the (secure-deleting) main file and truncates it to zero bytes."""
@@ -235,10 +214,9 @@ class SQLiteStore:
             if self._batching:  # nothing is erased before the batch commits
                 self._erasure_pending = True
                 return False
-            try:
+            row = None
+            with SQLITE.ignored():
                 row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except sqlite3.Error:
-                row = None
             # Another process's open snapshot can hold the checkpoint back: retry after later writes.
             self._erasure_pending = row is None or row[0] != 0
             return not self._erasure_pending
@@ -251,11 +229,8 @@ class SQLiteStore:
     # -- snapshots (host backup and restore) -------------------------------------------------------
     def apply_migrations(self) -> None:
         """Raises ContractError MIGRATION_LEDGER_INVALID or STORE_UNAVAILABLE."""
-        with self._lock:
-            try:
-                self._migrate()
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            self._migrate()
 
     def copy_in_memory(self) -> SQLiteStore:
         """A consistent copy of the whole store in memory, by sqlite3's online backup API in one step.
@@ -264,12 +239,8 @@ class SQLiteStore:
         nothing derived from plaintext ever reaches a disk outside the store while it is stripped.
         """
         copy = SQLiteStore(IN_MEMORY, run_migrations=False)
-        with self._lock:
-            try:
-                self._db.backup(copy._db)
-            except sqlite3.Error as exc:
-                copy.close()
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated(undo=copy.close):
+            self._db.backup(copy._db)
         return copy
 
     @contextmanager
@@ -291,20 +262,14 @@ class SQLiteStore:
         self.vacuum()
 
     def vacuum(self) -> None:
-        with self._lock:
-            try:
-                self._db.execute("VACUUM")
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            self._db.execute("VACUUM")
 
     def image(self) -> bytes:
         """The whole database as the bytes of one file (rollback-journal header; opening it in WAL mode
         switches it back)."""
-        with self._lock:
-            try:
-                return _rollback_journal_image(self._db.serialize())
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            return _rollback_journal_image(self._db.serialize())
 
     def close(self) -> None:
         with self._lock:

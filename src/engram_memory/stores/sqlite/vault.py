@@ -6,21 +6,18 @@ data key destroyed here has no other copy, which is what makes forgetting final.
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.ports.store import RevocationRow, Scope, WrappedKey
 from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
+from engram_memory.stores.sqlite.faults import SQLITE
 from engram_memory.stores.sqlite.migrate import migrate
 
 __all__ = ["Rewrap", "SQLiteKeyVault", "VaultCounts", "VaultKey", "vault_counts"]
-
-logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -31,7 +28,7 @@ class SQLiteKeyVault:
         self._lock = threading.RLock()
         self._batching = False
         self._deferred: list[tuple[bool, list[str], int]] = []  # (final, owner ids, at_ms) of a batch
-        try:
+        with SQLITE.translated():
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
             )
@@ -40,15 +37,10 @@ class SQLiteKeyVault:
             self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             migrate(self._db, "vault_migrations")
-        except sqlite3.Error as exc:
-            raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
 
     def _write(self, sql: str, params: Sequence[object]) -> int:
-        with self._lock:
-            try:
-                return self._db.execute(sql, params).rowcount
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            return self._db.execute(sql, params).rowcount
 
     def put(self, scope: Scope, owner_id: str, key: WrappedKey, at_ms: int) -> None:
         self._write(
@@ -58,18 +50,21 @@ class SQLiteKeyVault:
         )
 
     def get(self, scope: Scope, owner_id: str) -> WrappedKey | None:
-        with self._lock:
-            try:
-                row = self._db.execute(
-                    "SELECT kek_id, wrapped FROM data_keys WHERE owner_id = ? AND tenant = ? AND workspace = ?",
-                    (owner_id, scope.tenant, scope.workspace),
-                ).fetchone()
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            row = self._db.execute(
+                "SELECT kek_id, wrapped FROM data_keys WHERE owner_id = ? AND tenant = ? AND workspace = ?",
+                (owner_id, scope.tenant, scope.workspace),
+            ).fetchone()
         return None if row is None else WrappedKey(kek_id=row[0], wrapped=bytes(row[1]))
 
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
     def _delete_keys(self, owner_ids: Sequence[str], at_ms: int) -> bool:
-        try:
+        with SQLITE.ignored(
+            undo=self._rollback, failed="data keys could not be destroyed yet; they will be swept later"
+        ):
             self._db.execute("BEGIN IMMEDIATE")
             for owner_id in owner_ids:
                 self._db.execute(
@@ -80,12 +75,8 @@ class SQLiteKeyVault:
                 )
                 self._db.execute("DELETE FROM data_keys WHERE owner_id = ?", (owner_id,))
             self._db.execute("COMMIT")
-        except sqlite3.Error:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            logger.error("data keys could not be destroyed yet; they will be swept later")
-            return False
-        return True
+            return True
+        return False
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -96,27 +87,25 @@ class SQLiteKeyVault:
             if self._batching:
                 raise RuntimeError("batches do not nest")
             self._deferred = []
-            try:
+            with SQLITE.translated():
                 self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
             self._batching = True
             try:
                 yield
             except BaseException:
                 self._batching = False
                 self._deferred = []
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             self._batching = False
-            try:
+            # Unlike a store's, a failed vault COMMIT is STORE_UNAVAILABLE: the store has not committed
+            # the bodies these keys seal yet, so a key that was written after all is only an orphan.
+            with SQLITE.translated(undo=self._forget_batch):
                 self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._deferred = []
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+
+    def _forget_batch(self) -> None:
+        self._deferred = []
+        self._rollback()
 
     def run_deferred(self) -> bool:
         """Retires and destroys what the last batch set aside; True when every key is gone."""
@@ -137,17 +126,14 @@ class SQLiteKeyVault:
             if self._batching:
                 self._deferred.append((False, list(owner_ids), at_ms))
                 return True
-            try:
+            with SQLITE.ignored():  # not even the sync could be relaxed: not retired yet
                 self._db.execute("PRAGMA synchronous = NORMAL")
-            except sqlite3.Error:
-                return False
-            try:
-                return self._delete_keys(owner_ids, at_ms)
-            finally:
                 try:
-                    self._db.execute("PRAGMA synchronous = FULL")
-                except sqlite3.Error:
-                    logger.error("the vault could not return to synchronous commits")
+                    return self._delete_keys(owner_ids, at_ms)
+                finally:
+                    with SQLITE.ignored(failed="the vault could not return to synchronous commits"):
+                        self._db.execute("PRAGMA synchronous = FULL")
+            return False
 
     def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """Idempotent. Records each destroyed id, then pushes the erased pages out of the WAL."""
@@ -157,17 +143,11 @@ class SQLiteKeyVault:
             if self._batching:
                 self._deferred.append((True, list(owner_ids), at_ms))
                 return True
-            if not self._delete_keys(owner_ids, at_ms):
-                return False
-            try:
-                row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except sqlite3.Error:
-                return False
-            return row is not None and row[0] == 0
+            return self._delete_keys(owner_ids, at_ms) and self.checkpoint()
 
     def shredded(self, owner_ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        with self._lock:
+        with self._lock, SQLITE.translated():
             for owner_id in owner_ids:
                 row = self._db.execute("SELECT 1 FROM shredded WHERE owner_id = ?", (owner_id,)).fetchone()
                 if row is not None:
@@ -175,7 +155,7 @@ class SQLiteKeyVault:
         return found
 
     def owners_created_before(self, at_ms: int) -> list[str]:
-        with self._lock:
+        with self._lock, SQLITE.translated():
             rows = self._db.execute(
                 "SELECT owner_id FROM data_keys WHERE created_at_ms < ? ORDER BY owner_id", (at_ms,)
             ).fetchall()
@@ -184,11 +164,8 @@ class SQLiteKeyVault:
     # -- key rotation (host path) -----------------------------------------------------------------
     def kek_ids(self) -> dict[str, int]:
         """How many data keys each key-encryption key wraps."""
-        with self._lock:
-            try:
-                rows = self._db.execute("SELECT kek_id, count(*) FROM data_keys GROUP BY kek_id").fetchall()
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            rows = self._db.execute("SELECT kek_id, count(*) FROM data_keys GROUP BY kek_id").fetchall()
         return {str(row[0]): int(row[1]) for row in rows}
 
     def keys_under(self, kek_ids: Sequence[str], limit: int) -> list[VaultKey]:
@@ -196,15 +173,12 @@ class SQLiteKeyVault:
         if not kek_ids:
             return []
         marks = ", ".join("?" for _ in kek_ids)
-        with self._lock:
-            try:
-                rows = self._db.execute(
-                    "SELECT owner_id, tenant, workspace, kek_id, wrapped FROM data_keys"  # noqa: S608
-                    f" WHERE kek_id IN ({marks}) ORDER BY owner_id LIMIT ?",
-                    (*kek_ids, limit),
-                ).fetchall()
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            rows = self._db.execute(
+                "SELECT owner_id, tenant, workspace, kek_id, wrapped FROM data_keys"  # noqa: S608
+                f" WHERE kek_id IN ({marks}) ORDER BY owner_id LIMIT ?",
+                (*kek_ids, limit),
+            ).fetchall()
         return [
             VaultKey(
                 owner_id=str(row[0]),
@@ -223,66 +197,50 @@ class SQLiteKeyVault:
         if not moves:
             return 0
         moved = 0
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                for move in moves:
-                    moved += self._db.execute(
-                        "UPDATE data_keys SET kek_id = ?, wrapped = ? WHERE owner_id = ? AND kek_id = ?",
-                        (move.key.kek_id, move.key.wrapped, move.owner_id, move.old_kek_id),
-                    ).rowcount
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated(undo=self._rollback):
+            self._db.execute("BEGIN IMMEDIATE")
+            for move in moves:
+                moved += self._db.execute(
+                    "UPDATE data_keys SET kek_id = ?, wrapped = ? WHERE owner_id = ? AND kek_id = ?",
+                    (move.key.kek_id, move.key.wrapped, move.owner_id, move.old_kek_id),
+                ).rowcount
+            self._db.execute("COMMIT")
         return moved
 
     def checkpoint(self) -> bool:
         """Pushes overwritten wraps out of the WAL into the (secure-deleting) main file."""
-        with self._lock:
-            try:
-                row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except sqlite3.Error:
-                return False
-        return row is not None and row[0] == 0
+        with self._lock, SQLITE.ignored():
+            row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return row is not None and row[0] == 0
+        return False
 
     def revoke(self, row: RevocationRow) -> RevocationRow:
-        with self._lock:
-            try:
-                self._db.execute(
-                    "INSERT INTO revocations (token_id, revoked_at_ms, revoked_by) VALUES (?, ?, ?)"
-                    " ON CONFLICT (token_id) DO NOTHING",
-                    (row.token_id, row.revoked_at_ms, row.revoked_by),
-                )
-                stored = self._db.execute(
-                    "SELECT token_id, revoked_at_ms, revoked_by FROM revocations WHERE token_id = ?",
-                    (row.token_id,),
-                ).fetchone()
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            self._db.execute(
+                "INSERT INTO revocations (token_id, revoked_at_ms, revoked_by) VALUES (?, ?, ?)"
+                " ON CONFLICT (token_id) DO NOTHING",
+                (row.token_id, row.revoked_at_ms, row.revoked_by),
+            )
+            stored = self._db.execute(
+                "SELECT token_id, revoked_at_ms, revoked_by FROM revocations WHERE token_id = ?",
+                (row.token_id,),
+            ).fetchone()
         return RevocationRow(token_id=stored[0], revoked_at_ms=stored[1], revoked_by=stored[2])
 
     def is_revoked(self, token_id: str) -> bool:
-        with self._lock:
-            try:
-                row = self._db.execute("SELECT 1 FROM revocations WHERE token_id = ?", (token_id,)).fetchone()
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            row = self._db.execute("SELECT 1 FROM revocations WHERE token_id = ?", (token_id,)).fetchone()
         return row is not None
 
     def revocation_count(self) -> int:
-        with self._lock:
+        with self._lock, SQLITE.translated():
             return int(self._db.execute("SELECT count(*) FROM revocations").fetchone()[0])
 
     def counts(self) -> VaultCounts:
         """How many data keys the vault holds and how many it destroyed (ids only)."""
-        with self._lock:
-            try:
-                keys = int(self._db.execute("SELECT count(*) FROM data_keys").fetchone()[0])
-                destroyed = int(self._db.execute("SELECT count(*) FROM shredded").fetchone()[0])
-            except sqlite3.Error as exc:
-                raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
+        with self._lock, SQLITE.translated():
+            keys = int(self._db.execute("SELECT count(*) FROM data_keys").fetchone()[0])
+            destroyed = int(self._db.execute("SELECT count(*) FROM shredded").fetchone()[0])
         return VaultCounts(keys=keys, destroyed=destroyed)
 
     def close(self) -> None:
@@ -295,13 +253,11 @@ def vault_counts(path: Path) -> VaultCounts:
 
     Raises ContractError STORE_UNAVAILABLE when the vault cannot be read.
     """
-    try:
+    with SQLITE.translated():
         db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
         try:
             keys = int(db.execute("SELECT count(*) FROM data_keys").fetchone()[0])
             destroyed = int(db.execute("SELECT count(*) FROM shredded").fetchone()[0])
         finally:
             db.close()
-    except sqlite3.Error as exc:
-        raise ContractError(ErrorCode.STORE_UNAVAILABLE) from exc
     return VaultCounts(keys=keys, destroyed=destroyed)
