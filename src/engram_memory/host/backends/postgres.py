@@ -67,7 +67,7 @@ class PostgresStoreBackend:
         store = self.owner_store()
         copy = SQLiteStore(IN_MEMORY)
         try:
-            with store.snapshot() as source, copy.fill() as target:
+            with store.inspect() as source, copy.fill() as target:
                 for table in ARCHIVED_TABLES:
                     columns = target.columns(table)
                     target.insert_rows(table, columns, source.rows(table, columns))
@@ -84,7 +84,7 @@ class PostgresStoreBackend:
         except ContractError as exc:
             raise BackupRefused(f"RESTORE_REFUSED: the PostgreSQL store is unavailable ({exc.code.value})") from exc
         try:
-            with server.snapshot() as target:
+            with server.inspect() as target:
                 holds_rows = target.holds_rows()
         finally:
             server.close()
@@ -101,7 +101,7 @@ class PostgresStoreBackend:
 
         store = self.owner_store()
         try:
-            with store.load() as target, work.inspect() as source:
+            with store.fill() as target, work.inspect() as source:
                 if target.holds_rows():  # again, inside the writing transaction: nothing may have arrived
                     raise BackupRefused("RESTORE_REFUSED: the home's store already holds data; nothing was written")
                 for table in ARCHIVED_TABLES:

@@ -175,14 +175,14 @@ class PostgresStore:
 
     # -- host path ----------------------------------------------------------------------------
     @contextmanager
-    def snapshot(self) -> Iterator[PostgresSnapshot]:
-        """The whole store in one consistent read-only snapshot, for a backup (owner role)."""
+    def inspect(self) -> Iterator[PostgresSnapshot]:
+        """Whole-store reads in one consistent read-only snapshot, for a backup (owner role); as SQLite's."""
         with self.read() as tx:
             yield PostgresSnapshot(tx.connection)
 
     @contextmanager
-    def load(self) -> Iterator[PostgresSnapshot]:
-        """One write transaction for a restore to fill the store in; it commits only if the block ends cleanly."""
+    def fill(self) -> Iterator[PostgresSnapshot]:
+        """Whole-store writes in one transaction for a restore; it commits only if the block ends cleanly."""
         with self.write() as tx:
             yield PostgresSnapshot(tx.connection)
 
