@@ -19,6 +19,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -62,7 +63,9 @@ def _needs_a_process(argv: list[str]) -> bool:
 def cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60) -> Done:
     """The command run as `engram-memory ARGS` would run it: in this process unless it must be a real one."""
     argv = [str(a) for a in args]
-    if _needs_a_process(argv):
+    # The in-process run swaps this process's streams, environment and working folder: a test's other
+    # threads (concurrent host commands) get real processes.
+    if _needs_a_process(argv) or threading.current_thread() is not threading.main_thread():
         return cli_process(*argv, env=env, cwd=cwd, timeout=timeout)
     return cli_in_process(*argv, env=env, cwd=cwd)
 
