@@ -498,9 +498,10 @@ def test_secret_finding_is_frozen() -> None:
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_adversarial_megabyte_scans_quickly(name: str) -> None:
     text = ADVERSARIAL[name]
-    began = time.perf_counter()
+    # CPU time of this thread, not wall time: a loaded machine must not fail it, a backtracking pattern must.
+    began = time.thread_time()
     scan_text(text, categories=ALL)
-    assert time.perf_counter() - began < 2.0
+    assert time.thread_time() - began < 2.0
 
 
 @settings(max_examples=300, deadline=None)
