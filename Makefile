@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit reliability docs format clean
+.PHONY: demo test test-slow lint unit reliability docs format clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 test: lint unit
+
+# The stress tests at full size (marked `slow`; their short forms run in `unit`).
+test-slow: $(STAMP)
+	$(BIN)/pytest -m slow
 
 # Issue 14's adversarial suite at its full size, then its summary table (a short form runs in `unit`).
 reliability: $(STAMP)

@@ -1,4 +1,12 @@
-"""Run the real `engram-memory` command in a subprocess, and a real MCP stdio session whose stderr is kept.
+"""Run the real `engram-memory` command, and a real MCP stdio session whose stderr is kept.
+
+`cli()` runs the command's own entry point (`engram_memory.host.cli.app.main`) inside the test process,
+as a subprocess would see it: argv, a cleaned environment, the working folder, an empty stdin, stdout
+and stderr captured as bytes and read back the way `subprocess.run(text=True)` reads a pipe, the exit
+code from `SystemExit`, and an uncaught exception printed as the interpreter would (a traceback on
+stderr, exit 1). `serve --http` and `demo` (long-running, or reading process-wide state such as the
+temp folder) always run in a real subprocess, and so does `cli_process()`, which the tests that pin what
+only a real process shows use: one-line failures with no traceback, stdout purity, exit codes.
 
 The environment is cleaned of every `ENGRAM_*` variable and of colour switches, so a test sees exactly
 what it set; output is what a pipe receives (80 columns, no colour).
@@ -6,10 +14,15 @@ what it set; output is what a pipe receives (80 columns, no colour).
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import subprocess
 import sys
-from contextlib import ExitStack
+import threading
+import traceback
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +53,27 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def _needs_a_process(argv: list[str]) -> bool:
+    """`serve --http` runs until it is signalled; `demo` starts servers of its own in a temp folder named
+    by TMPDIR (which `tempfile` reads once per process). `serve` over stdio reads its (empty) stdin to
+    the end and stops, so it runs in process."""
+    return bool(argv) and (argv[0] == "demo" or (argv[0] == "serve" and "--http" in argv))
+
+
 def cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60) -> Done:
+    """The command run as `engram-memory ARGS` would run it: in this process unless it must be a real one."""
+    argv = [str(a) for a in args]
+    # The in-process run swaps this process's streams, environment and working folder: a test's other
+    # threads (concurrent host commands) get real processes.
+    if _needs_a_process(argv) or threading.current_thread() is not threading.main_thread():
+        return cli_process(*argv, env=env, cwd=cwd, timeout=timeout)
+    return cli_in_process(*argv, env=env, cwd=cwd)
+
+
+def cli_process(
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60
+) -> Done:
+    """The command in a real subprocess (`python -m engram_memory ARGS`)."""
     done = subprocess.run(
         [sys.executable, "-m", "engram_memory", *(str(a) for a in args)],
         capture_output=True,
@@ -52,6 +85,91 @@ def cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None =
         check=False,
     )
     return Done(done.returncode, done.stdout, done.stderr)
+
+
+class _Pipe(io.TextIOWrapper):
+    """What a command writes to a pipe: UTF-8 bytes (strict on stdout, backslashreplace on stderr, as
+    Python opens them), not a terminal, no file descriptor."""
+
+    def __init__(self, errors: str) -> None:
+        super().__init__(io.BytesIO(), encoding="utf-8", errors=errors, line_buffering=False, write_through=True)
+
+    def received(self) -> str:
+        """The bytes read back as `subprocess.run(text=True)` reads them (universal newlines)."""
+        self.flush()
+        raw = self.buffer
+        assert isinstance(raw, io.BytesIO)
+        return io.TextIOWrapper(io.BytesIO(raw.getvalue()), encoding="utf-8").read()
+
+
+def _exit_code(code: object, stderr: io.TextIOBase) -> int:
+    """`sys.exit(code)` as the interpreter turns it into a process status."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=stderr)
+    return 1
+
+
+@contextmanager
+def _as_a_process(
+    argv: list[str], env: dict[str, str], cwd: Path | None, stdout: _Pipe, stderr: _Pipe
+) -> Iterator[None]:
+    """This process dressed as a fresh `engram-memory` one for the length of one command, then restored."""
+    from engram_memory.host.cli import common
+
+    saved_env = dict(os.environ)
+    saved_cwd = Path.cwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_argv = sys.argv
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    # The consoles were made at import; a pipe gets no colour whatever the test process's terminal was.
+    saved_colours = [(console, console._color_system) for console in (common.out, common.err)]
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8"), stdout, stderr
+        sys.argv = ["engram-memory", *argv]
+        # No handler on the root logger, as in a fresh process: a warning reaches stderr through logging's
+        # last resort, not pytest's log capture.
+        root.handlers, root.level = [], logging.WARNING
+        for console, _ in saved_colours:
+            console._color_system = None
+        yield
+    finally:
+        for console, colour in saved_colours:
+            console._color_system = colour
+        root.handlers, root.level = saved_handlers, saved_level
+        sys.argv = saved_argv
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def cli_in_process(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> Done:
+    """The command's entry point called in this process, with what a subprocess would have been given."""
+    from engram_memory.host.cli.app import main
+
+    argv = [str(a) for a in args]
+    stdout, stderr = _Pipe("strict"), _Pipe("backslashreplace")
+    with _as_a_process(argv, clean_env(env), cwd, stdout, stderr):
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = _exit_code(exc.code, stderr)
+        except Exception:  # what the interpreter does with an uncaught exception
+            traceback.print_exc(file=stderr)
+            code = 1
+        finally:
+            for stream in (stdout, stderr):
+                stream.flush()
+    return Done(code, stdout.received(), stderr.received())
 
 
 def assert_one_line_failure(done: Done) -> str:

@@ -11,12 +11,13 @@ import json
 import unicodedata
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from engram_memory.contract.tools import Tool
 from engram_memory.host.terminal import inline, json_text, printable
-from tests.host.clirun import Done, cli
+from tests.host.clirun import Done, cli, cli_process
 from tests.support.homes import bind, engine_for, make_home
 from tests.support.payloads import capture_args, unique_key
 
@@ -69,6 +70,7 @@ def _assert_safe(done: Done) -> str:
     return done.stdout
 
 
+@pytest.mark.process
 def test_a_hostile_reason_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
     paths = make_home(tmp_path / "home")
     binding = bind(paths).binding
@@ -83,7 +85,7 @@ def test_a_hostile_reason_never_reaches_the_terminal_raw(tmp_path: Path) -> None
         assert engine.handle(binding, Tool.FORGET, forget)["error"]["code"] == "gate_failed"
         [(row, _status)] = engine.confirmations()
 
-    listed = _assert_safe(cli("confirmations", "list", "--home", paths.home))
+    listed = _assert_safe(cli_process("confirmations", "list", "--home", paths.home))
     # One request, four lines: the forged line is shown inside the reason, escaped, not as a request.
     assert len(listed.splitlines()) == 4, listed
     assert "\\x1b[2J" in listed and "\\u202e" in listed and "\\x0aconf_aaaaaaaaaaaaaaaa" in listed
@@ -93,7 +95,7 @@ def test_a_hostile_reason_never_reaches_the_terminal_raw(tmp_path: Path) -> None
     _assert_safe(cli("confirmations", "approve", row.confirmation_id, "--home", paths.home))
     with engine_for(paths) as engine:
         assert engine.handle(binding, Tool.FORGET, forget)["ok"]
-    shown = _assert_safe(cli("records", "show", record_id, "--home", paths.home))
+    shown = _assert_safe(cli_process("records", "show", record_id, "--home", paths.home))
     assert "\\x1b[2J" in shown and "mem_fake" in shown
     assert not any(line.startswith("conf_") for line in shown.splitlines())
     history = json.loads(_assert_safe(cli("records", "show", record_id, "--json", "--home", paths.home)))["history"]

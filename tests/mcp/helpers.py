@@ -12,7 +12,6 @@ import os
 import re
 import secrets
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -24,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from engram_memory.contract.errors import MESSAGES, ErrorCode
 from engram_memory.host.settings import HostPaths
+from tests.host.clirun import cli
 from tests.support.agents import StdioAgent
 from tests.support.homes import Issued, bind, engine_for, make_home
 from tests.support.payloads import PURPOSE, capture_args, unique_key
@@ -229,21 +229,16 @@ def files_containing(paths: HostPaths, needles: list[bytes]) -> list[str]:
 
 
 class HostCli:
-    """The real `engram-memory` host command line, in a subprocess, against one home."""
+    """The real `engram-memory` host command line against one home, run as `tests.host.clirun.cli` runs it
+    (its entry point in this process, as a subprocess would be given it)."""
 
     def __init__(self, paths: HostPaths) -> None:
         self.paths = paths
-        self._env = {name: value for name, value in os.environ.items() if not name.startswith("ENGRAM_")}
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "engram_memory", *args, "--home", str(self.paths.home)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=self._env,
-            check=False,
-        )
+        command = [*args, "--home", str(self.paths.home)]
+        ran = cli(*command, timeout=120)
+        done = subprocess.CompletedProcess(command, ran.code, ran.stdout, ran.stderr)
         if check:
             assert done.returncode == 0, (args, done.returncode, done.stderr)
         return done

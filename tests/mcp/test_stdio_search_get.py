@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import (
     ADMIT,
     CAPTURE,
@@ -27,6 +28,7 @@ from tests.mcp.helpers import (
 )
 from tests.mcp.helpers import forget_now as _forget_now
 from tests.support.agents import StdioAgent
+from tests.support.homes import bind
 from tests.support.payloads import VALID_FROM_MS, capture_args, unique_key, with_change
 
 pytestmark = pytest.mark.stdio
@@ -460,10 +462,16 @@ def test_search_cjk_text_found(searcher: StdioAgent) -> None:
     assert found_ids(searcher, f"{marker} 备份") == [record_id]
 
 
-def test_search_next_page_pins_first_page_as_of(searcher: StdioAgent, corpus: Corpus) -> None:
-    first = _page(searcher, corpus.topic, limit=2)
-    time.sleep(0.01)
-    second = _page(searcher, corpus.topic, limit=2, page_cursor=first["next_page_cursor"])
+def test_search_next_page_pins_first_page_as_of(paths: HostPaths) -> None:
+    # On a home and server of its own: on the shared home, another server's housekeeping may move the
+    # scope between the two pages (however slowly the machine runs), and the cursor would rightly go stale.
+    with StdioAgent(paths.home, bind(paths, workspace="workspace-search").token) as own:
+        topic = unique_word("pagetopic")
+        for index in range(PAGE_RECORDS):
+            remember(own, f"The {topic} note {unique_word()} number {index} for paging.")
+        first = _page(own, topic, limit=2)
+        time.sleep(0.01)
+        second = _page(own, topic, limit=2, page_cursor=first["next_page_cursor"])
     for name in ("valid_as_of", "system_as_of", "ordered_ids_digest", "request_digest", "candidate_count"):
         assert second["rank_receipt"][name] == first["rank_receipt"][name], name
 

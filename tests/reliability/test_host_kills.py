@@ -47,8 +47,12 @@ def _fill(paths: HostPaths, count: int) -> dict[str, list[str]]:
     """`count` accepted memories; what each of QUERIES finds."""
     with engine_for(paths) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
-        for number in range(count):
-            agent.remember(f"Note {number} about the {TOPICS[number % len(TOPICS)]}: detail {number * 7919 % 1009}.")
+        agent.remember_many(
+            [
+                f"Note {number} about the {TOPICS[number % len(TOPICS)]}: detail {number * 7919 % 1009}."
+                for number in range(count)
+            ]
+        )
         return {query: agent.found_ids(query) for query in QUERIES}
 
 

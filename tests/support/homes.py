@@ -6,6 +6,10 @@ drops its databases again when the block ends (a session makes thousands of them
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +24,7 @@ from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import JournalEvent, Scope, ScopeHead
 from engram_memory.host.bindings import issue_binding
 from engram_memory.host.compose import init_home, open_engine, open_store
-from engram_memory.host.keys.files import load_signing_key
+from engram_memory.host.keys.files import create_key_files, load_signing_key
 from engram_memory.host.settings import HostPaths
 from tests.support.payloads import PURPOSE
 from tests.support.postgres import PostgresCluster, home_databases, make_postgres_home
@@ -36,9 +40,28 @@ class Issued:
     binding: Binding
 
 
+@functools.cache
+def _sqlite_template() -> Path:
+    """One SQLite home made by `init_home` per test process (its migrated store and vault, config and
+    policy), removed when the process ends."""
+    base = Path(tempfile.mkdtemp(prefix="engram-template-"))
+    atexit.register(shutil.rmtree, base, ignore_errors=True)
+    init_home(HostPaths(home=base / "home"))
+    return base / "home"
+
+
 def make_home(folder: Path) -> HostPaths:
+    """A SQLite home as `init` makes it, with key files of its own.
+
+    Copied from a template home (file modes kept) rather than initialised: the migrations are most of
+    init's cost. The template's key files are not copied but made anew, as init makes them, so no two
+    homes share a KEK, a digest secret or a signing key (a token of one home never verifies in another).
+    """
+    template = HostPaths(home=_sqlite_template())
+    key_files = {template.kek_file.name, template.secret_file.name, template.signing_key_file.name}
+    shutil.copytree(template.home, folder, ignore=lambda _dir, names: [n for n in names if n in key_files])
     paths = HostPaths(home=folder)
-    init_home(paths)
+    create_key_files(paths)
     return paths
 
 

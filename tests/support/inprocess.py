@@ -46,6 +46,23 @@ class InProcessAgent:
         assert outcome["status"] == "accepted", outcome
         return str(outcome["record_id"])
 
+    def remember_many(self, texts: list[str], *, batch: int = 250) -> list[str]:
+        """Capture and admit each text through the host's import path (`Engine.import_memories`: the
+        same two calls per text, audit rows included, a commit per batch); the record ids, in order.
+        For tests that only need a filled store; a test of the agent path calls `remember`."""
+        ids: list[str] = []
+        for start in range(0, len(texts), batch):
+            items = [(capture_args(text), unique_key("admit")) for text in texts[start : start + batch]]
+            for outcome in self.engine.import_memories(self.binding, items):
+                assert outcome.captured["ok"] and outcome.admitted is not None, outcome
+                assert outcome.admitted["ok"], outcome.admitted
+                admitted = outcome.admitted["output"]["value"]["outcome"]
+                assert admitted["status"] == "accepted", admitted
+                ids.append(str(admitted["record_id"]))
+        if self.engine.deps.indexer is not None:
+            self.engine.deps.indexer.settle()
+        return ids
+
     def search(self, query: str, **options: Any) -> dict[str, Any]:
         return self.value("engram_memory_search", {"query": query, "purpose_ref": PURPOSE, **options})
 

@@ -54,6 +54,8 @@ class PostgresCluster:
         self._as_postgres = os.geteuid() == 0
         self._retired: queue.Queue[str | None] = queue.Queue()
         self._reaper = threading.Thread(target=self._reap, name="engram-pg-reaper", daemon=True)
+        self._templates: dict[tuple[str | None, bool], HostPaths] = {}
+        self._template_base = base / "templates"
 
     def _run(self, command: Sequence[str]) -> None:
         full = ["runuser", "-u", "postgres", "--", *command] if self._as_postgres else list(command)
@@ -125,6 +127,23 @@ class PostgresCluster:
             db.execute(f"CREATE DATABASE {name} OWNER {OWNER_ROLE} STRATEGY FILE_COPY")
         return name
 
+    def copy_database(self, template: str, app_role: str | None, prefix: str = "engram") -> str:
+        """A fresh database copied from `template` (which nothing may be connected to); its name."""
+        name = f"{prefix}_{os.getpid()}_{next(_databases)}"
+        with self.connect(SUPERUSER, "postgres") as db:
+            db.execute(f"CREATE DATABASE {name} TEMPLATE {template} OWNER {OWNER_ROLE} STRATEGY FILE_COPY")
+            if app_role is not None:
+                db.execute(f"GRANT CONNECT ON DATABASE {name} TO {app_role}")
+        return name
+
+    def template_home(self, *, app_role: str | None, own_vault: bool) -> HostPaths:
+        """A home made by `init` once per cluster and kind, whose databases and folder homes are copied from."""
+        kind = (app_role, own_vault)
+        if kind not in self._templates:
+            folder = self._template_base / f"home-{len(self._templates)}"
+            self._templates[kind] = init_postgres_home(folder, self, app_role=app_role, own_vault=own_vault)
+        return self._templates[kind]
+
     def drop_database(self, name: str) -> None:
         """Drops a test's database now, ending whatever connection a stopped test left behind."""
         with self.connect(SUPERUSER, "postgres") as db:
@@ -162,7 +181,37 @@ def home_databases(paths: HostPaths) -> list[str]:
 def make_postgres_home(
     folder: Path, cluster: PostgresCluster, *, app_role: str | None = APP_ROLE, own_vault: bool = True
 ) -> HostPaths:
-    """A real host home on a fresh PostgreSQL database (and a vault database of its own), as `init` makes it."""
+    """A real host home on a fresh PostgreSQL database (and a vault database of its own), as `init` makes it.
+
+    The databases are copies of template databases that `init` migrated and granted once per cluster
+    (`CREATE DATABASE ... TEMPLATE`), the folder a copy of that template home's; the key files are made
+    anew, so no two homes share a key. The one grant a template does not carry, CONNECT on the database
+    itself, is given again as init gives it.
+    """
+    from dataclasses import replace
+
+    from engram_memory.host.compose import store_settings
+    from engram_memory.host.keys.files import create_key_files
+
+    template = cluster.template_home(app_role=app_role, own_vault=own_vault)
+    settings = store_settings(template)
+    store = owner_url(cluster, cluster.copy_database(database_of(settings.store), app_role))
+    vault = None
+    if settings.vault is not None:
+        vault = owner_url(cluster, cluster.copy_database(database_of(settings.vault), app_role, prefix="engram_keys"))
+    copied = {template.config.name, template.kek_file.name, template.secret_file.name, template.signing_key_file.name}
+    shutil.copytree(template.home, folder, ignore=lambda _dir, names: [n for n in names if n in copied])
+    paths = HostPaths(home=folder)
+    paths.config.write_text(replace(settings, store=store, vault=vault).to_toml(), encoding="utf-8")
+    paths.config.chmod(template.config.stat().st_mode & 0o777)
+    create_key_files(paths)
+    return paths
+
+
+def init_postgres_home(
+    folder: Path, cluster: PostgresCluster, *, app_role: str | None = APP_ROLE, own_vault: bool = True
+) -> HostPaths:
+    """A home on fresh databases made by `init` itself (migrations and grants run here)."""
     from engram_memory.host.compose import init_home
 
     paths = HostPaths(home=folder)

@@ -295,8 +295,8 @@ def test_tokenize_is_fast_when_text_is_64_kib() -> None:
     sentence = "The server recorded 42 decisions about parse_config errors while agents were running queries. "
     text = (sentence * (65536 // len(sentence) + 1))[:65536]
     tokenize(text)
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU time of this thread: other load on the machine does not count
     tokens = tokenize(text)
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     assert len(tokens) > 9000
-    assert elapsed < 0.25  # a few ms in practice; generous for loaded CI machines
+    assert elapsed < 0.25  # a few ms in practice; generous for slow CI machines

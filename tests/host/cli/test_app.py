@@ -28,7 +28,7 @@ from engram_memory.host.compose import current_user
 from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML
 from engram_memory.host.settings import HostPaths
-from tests.host.clirun import Done, LoggedAgent, assert_one_line_failure, cli
+from tests.host.clirun import Done, LoggedAgent, assert_one_line_failure, cli, cli_process
 from tests.support.agents import StdioAgent
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
@@ -118,10 +118,11 @@ def _list_json(home: Path, *extra: str) -> list[dict[str, Any]]:
 # -- init ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_init_creates_config_policy_keys_and_store_when_home_is_new(tmp_path: Path) -> None:
     home = tmp_path / "a-home-folder-with-a-rather-long-name-so-output-lines-exceed-eighty-columns"
     paths = HostPaths(home=home)
-    done = cli("init", "--home", home)
+    done = cli_process("init", "--home", home)
     assert _ok(done).splitlines() == [
         f"home: {home}",
         "store: sqlite",
@@ -232,9 +233,10 @@ def test_init_uses_default_home_when_neither_flag_nor_environment_is_given(tmp_p
     ],
     ids=["list", "list-json", "approve", "deny", "bind", "serve"],
 )
+@pytest.mark.process
 def test_host_command_fails_with_one_line_when_home_is_missing(tmp_path: Path, command: tuple[str, ...]) -> None:
     home = tmp_path / "never-initialised"
-    line = assert_one_line_failure(cli(*command, "--home", home))
+    line = assert_one_line_failure(cli_process(*command, "--home", home))
     assert line.startswith(ERROR)
     assert "engram-memory init" in line
     assert not home.exists()
@@ -420,18 +422,20 @@ def test_home_flag_beats_engram_home_that_does_not_exist(tmp_path: Path) -> None
     ],
     ids=["bind-missing-tenant", "approve-ttl-not-a-number", "approve-missing-id", "unknown-command"],
 )
+@pytest.mark.process
 def test_usage_error_fails_with_one_line(tmp_path: Path, command: tuple[str, ...]) -> None:
     paths = _init(tmp_path / "home")
-    done = cli(*command, "--home", paths.home)
+    done = cli_process(*command, "--home", paths.home)
     assert_one_line_failure(done)
 
 
 # -- bind ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_bind_prints_exactly_one_token_line(tmp_path: Path) -> None:
     paths = _init(tmp_path / "home")
-    done = cli("bind", *BIND_ARGS, "--all-tools", "--home", paths.home)
+    done = cli_process("bind", *BIND_ARGS, "--all-tools", "--home", paths.home)
     out = _ok(done)
     assert done.stderr == ""
     assert out.endswith("\n")
@@ -736,9 +740,10 @@ def test_confirmations_list_says_no_requests_when_queue_is_empty(tmp_path: Path)
     assert done.stderr == ""
 
 
+@pytest.mark.process
 def test_confirmations_list_json_is_an_empty_array_when_queue_is_empty(tmp_path: Path) -> None:
     paths = _init(tmp_path / "home")
-    assert _ok(cli("confirmations", "list", "--json", "--home", paths.home)) == "[]\n"
+    assert _ok(cli_process("confirmations", "list", "--json", "--home", paths.home)) == "[]\n"
     assert _list_json(paths.home, "--all") == []
 
 
@@ -960,8 +965,9 @@ def test_confirmations_list_all_shows_decided_requests(tmp_path: Path) -> None:
 
 
 @pytest.mark.stdio
+@pytest.mark.process
 def test_demo_runs_a_scripted_session_to_the_forgotten_record(tmp_path: Path) -> None:
-    done = cli("demo", env={"TMPDIR": str(tmp_path)}, timeout=120)
+    done = cli_process("demo", env={"TMPDIR": str(tmp_path)}, timeout=120)
     out = _ok(done)
     lines = out.splitlines()
     assert any(line.startswith("HOST ") for line in lines)

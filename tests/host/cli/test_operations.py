@@ -1,6 +1,7 @@
 """`verify`, `serve`'s start-up check, `stats`, `audit export` and `revoke`, driven as the host drives them.
 
-Every command runs as a real process against a real home; damage is done to the store's own file.
+Every command runs as the host runs it against a real home (in process; those marked `process` in a
+real subprocess); damage is done to the store's own file.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from engram_memory.contract.instants import format_instant, parse_instant
 from engram_memory.host.compose import current_user
 from engram_memory.host.settings import HostPaths
-from tests.host.clirun import Done, assert_one_line_failure, cli
+from tests.host.clirun import Done, assert_one_line_failure, cli, cli_process
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
 from tests.support.homes import bind
@@ -154,9 +155,10 @@ def test_verify_exits_zero_and_says_so_when_the_store_is_clean(site: Site) -> No
     assert (full["indexed"], full["embedded"], full["unembedded"]) == (3, 3, 0)
 
 
+@pytest.mark.process
 def test_verify_exits_one_naming_journal_corrupt_when_a_journal_byte_is_flipped(site: Site) -> None:
     _flip_journal_byte(site.paths, 3)
-    done = cli("verify", "--home", site.paths.home)
+    done = cli_process("verify", "--home", site.paths.home)
     assert "Traceback" not in done.stderr
     assert done.code == 1
     assert done.error_lines == [
@@ -207,20 +209,23 @@ def test_verify_fails_in_one_line_without_a_home(tmp_path: Path) -> None:
 # -- serve's start-up check -----------------------------------------------------------------------
 
 
-def _serve(site: Site) -> Done:
+def _serve(site: Site, *, process: bool = False) -> Done:
     token = bind(site.paths).token
-    return cli("serve", "--binding", token, "--home", site.paths.home, timeout=60)
+    run = cli_process if process else cli
+    return run("serve", "--binding", token, "--home", site.paths.home, timeout=60)
 
 
+@pytest.mark.process
 def test_serve_starts_on_a_clean_store(site: Site) -> None:
-    done = _serve(site)  # stdin is empty: the server starts, reads end-of-file and stops
+    done = _serve(site, process=True)  # stdin is empty: the server starts, reads end-of-file and stops
     assert done.code == 0, done
     assert [line.split(";")[0] for line in done.error_lines] == ["engram-memory: INFO serving over stdio"]
 
 
+@pytest.mark.process
 def test_serve_refuses_a_store_whose_journal_has_a_flipped_byte(site: Site) -> None:
     _flip_journal_byte(site.paths, 3)
-    line = assert_one_line_failure(_serve(site))
+    line = assert_one_line_failure(_serve(site, process=True))
     assert line == (
         ERROR + "JOURNAL_CORRUPT: the journal of tenant-a/workspace-1 fails at cursor 3 (its columns disagree with"
         " its body); run engram-memory verify"
@@ -311,12 +316,14 @@ def test_stats_prints_tables_for_people_without_memory_text(site: Site) -> None:
 # -- audit export ---------------------------------------------------------------------------------
 
 
-def _audit(site: Site, *args: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in _ok(cli("audit", "export", *args, "--home", site.paths.home)).splitlines()]
+def _audit(site: Site, *args: str | Path, process: bool = False) -> list[dict[str, Any]]:
+    run = cli_process if process else cli
+    return [json.loads(line) for line in _ok(run("audit", "export", *args, "--home", site.paths.home)).splitlines()]
 
 
+@pytest.mark.process
 def test_audit_export_writes_one_json_line_per_call_in_audit_order(site: Site) -> None:
-    entries = _audit(site)
+    entries = _audit(site, process=True)
     assert [(parse_instant(e["at"]), e["tool"], e["outcome"]) for e in entries] == site.calls
     for entry in entries:
         assert list(entry) == AUDIT_KEYS

@@ -10,6 +10,8 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
 from engram_memory.engine.ports.store import Scope, SealedBody, WrappedKey
 from engram_memory.engine.sealing.seal import open_sealed
 from engram_memory.host.compose import open_vault
@@ -28,7 +30,7 @@ SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
 def _fill(paths: HostPaths, records: int, *, pending: int = 0) -> list[str]:
     with engine_for(paths) as engine:
         agent = InProcessAgent(engine, bind(paths).binding)
-        ids = [agent.remember(f"Runbook step {n}: restart the worker pool {n % 7}.") for n in range(records)]
+        ids = agent.remember_many([f"Runbook step {n}: restart the worker pool {n % 7}." for n in range(records)])
         for n in range(pending):
             agent.capture(f"A pending draft number {n}.")
     return ids
@@ -86,12 +88,20 @@ def test_rotation_rewraps_every_key_and_leaves_bodies_byte_identical(paths: Host
         assert all(agent.get(record_id)["ok"] for record_id in ids)
 
 
-def test_rotation_killed_midway_resumes_with_the_same_new_key_and_every_body_opens(paths: HostPaths) -> None:
-    _fill(paths, 2000)
+# The full size runs in `make test-slow`; the short one keeps enough batches after the first (which the
+# kill follows at once) that the rotation is still unfinished when the kill lands.
+@pytest.mark.parametrize(
+    ("records", "batch"),
+    [pytest.param(300, 5, id="short"), pytest.param(2000, 10, id="full", marks=pytest.mark.slow)],
+)
+def test_rotation_killed_midway_resumes_with_the_same_new_key_and_every_body_opens(
+    paths: HostPaths, records: int, batch: int
+) -> None:
+    _fill(paths, records)
     old_kek = read_ring_file(paths).active
     bodies = _bodies(paths)
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram_memory", "rotate-keys", "--batch-size", "10", "--home", str(paths.home)],
+        [sys.executable, "-m", "engram_memory", "rotate-keys", "--batch-size", str(batch), "--home", str(paths.home)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -102,14 +112,14 @@ def test_rotation_killed_midway_resumes_with_the_same_new_key_and_every_body_ope
     first = process.stdout.readline()
     os.kill(process.pid, signal.SIGKILL)
     process.communicate(timeout=30)
-    assert first.startswith("re-wrapped 10 of 2000 data keys"), first
+    assert first.startswith(f"re-wrapped {batch} of {records} data keys"), first
     assert process.returncode == -signal.SIGKILL
 
     interrupted = read_ring_file(paths)
     assert interrupted.retiring == (old_kek,) and interrupted.active != old_kek
     under = {kek for kek, _ in _vault_keys(paths).values()}
     assert under == {old_kek, interrupted.active}  # killed mid-way: some keys moved, some not
-    assert _open_every_body(paths) == 2000  # both KEKs are still in the ring while it is unfinished
+    assert _open_every_body(paths) == records  # both KEKs are still in the ring while it is unfinished
 
     done = cli("rotate-keys", "--home", paths.home, "--json", timeout=120)
     assert done.code == 0, done
@@ -119,7 +129,7 @@ def test_rotation_killed_midway_resumes_with_the_same_new_key_and_every_body_ope
     assert set(ring.keys) == {interrupted.active} and ring.retiring == ()
     assert {kek for kek, _ in _vault_keys(paths).values()} == {interrupted.active}
     assert _bodies(paths) == bodies
-    assert _open_every_body(paths) == 2000
+    assert _open_every_body(paths) == records
 
 
 def test_interrupted_rotation_is_finished_without_minting_another_key(paths: HostPaths) -> None:

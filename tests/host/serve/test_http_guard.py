@@ -64,23 +64,22 @@ def _genuine_search(server: HttpServer, token: str) -> None:
 
 def test_a_connection_that_never_sends_its_headers_is_closed(guarded: tuple[HttpServer, str]) -> None:
     server, _token = guarded
-    silent = _open(server)
-    partial = _open(server, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-    assert _closed_by_server(silent) and _closed_by_server(partial)
+    with _open(server) as silent, _open(server, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n") as partial:
+        assert _closed_by_server(silent) and _closed_by_server(partial)
 
 
 def test_headers_dribbled_a_byte_at_a_time_are_cut_off(guarded: tuple[HttpServer, str]) -> None:
     server, _token = guarded
-    sock = _open(server)
     request = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 200
     started = time.monotonic()
-    try:
-        for byte in request:
-            sock.sendall(bytes([byte]))
-            time.sleep(0.05)  # every byte well inside any idle timeout; the whole far past the header one
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    assert _closed_by_server(sock)
+    with _open(server) as sock:
+        try:
+            for byte in request:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.05)  # every byte well inside any idle timeout; the whole far past the header one
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert _closed_by_server(sock)
     assert time.monotonic() - started < len(request) * 0.05  # cut before the dribble could finish
 
 
@@ -91,7 +90,8 @@ def test_a_body_that_never_comes_is_cut_off(guarded: tuple[HttpServer, str]) -> 
         b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
         b"Content-Length: 100000\r\n\r\n{" % (server.port, token.encode())
     )
-    assert _closed_by_server(_open(server, head))
+    with _open(server, head) as sock:
+        assert _closed_by_server(sock)
 
 
 def test_a_flood_of_half_open_connections_never_keeps_a_genuine_request_waiting(
