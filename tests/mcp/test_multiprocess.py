@@ -359,7 +359,7 @@ def fleet(paths: HostPaths, tmp_path: Path) -> Iterator[Fleet]:
             assert "Traceback" not in server.stderr(), server.stderr()
 
 
-def test_three_processes_eight_clients_two_thousand_mutations_exactly_once(fleet: Fleet, paths: HostPaths) -> None:
+def test_three_processes_eight_clients_every_mutation_exactly_once(fleet: Fleet, paths: HostPaths) -> None:
     failures: list[BaseException] = []
 
     def drive(client: Client) -> None:
