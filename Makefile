@@ -20,8 +20,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
+# Two workers (pytest-xdist): each has its own PostgreSQL cluster and template home; worksteal evens out
+# the long tests at the end.
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist worksteal
 
 test: lint unit
 
