@@ -21,6 +21,23 @@ from tests.support.homes import STORES, Issued, bind, engine_for, home_on, make_
 from tests.support.postgres import PostgresCluster, owner_url
 
 
+def _memory_folder() -> str | None:
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+# Every test's files (pytest's tmp_path, tempfile's folders, the servers' scratch) live in memory where the
+# machine has it, as the PostgreSQL cluster does: thousands of SQLite homes commit with fsync, and on a
+# disk that cost a sixth of the suite's time. A process SIGKILLed on a tmpfs loses exactly what it loses
+# on a disk (the page cache survives it), so the crash tests keep their meaning. Set before pytest
+# picks its base folder; an explicit --basetemp, PYTEST_DEBUG_TEMPROOT or TMPDIR still wins.
+_MEMORY = _memory_folder()
+if _MEMORY is not None and "TMPDIR" not in os.environ:
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", _MEMORY)
+    os.environ["TMPDIR"] = _MEMORY
+    tempfile.tempdir = None  # tempfile reads TMPDIR again on its next call
+
+
 @pytest.fixture(params=STORES)
 def paths(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HostPaths]:
     with home_on(str(request.param), tmp_path / "home", request) as home:
@@ -55,11 +72,6 @@ def alice(paths: HostPaths) -> Issued:
 # A missing server fails these fixtures (and every test that needs them): it is never a skip.
 
 
-def _memory_folder() -> str | None:
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
-
-
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:
     # Not under pytest's own temp folder: the server runs as the postgres OS user when the tests run as root,
@@ -79,3 +91,29 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
 def pg_url(postgres_cluster: PostgresCluster) -> str:
     """The owner role's URL of a fresh, empty database."""
     return owner_url(postgres_cluster, postgres_cluster.new_database())
+
+
+# -- order: the long tests first ----------------------------------------------------------------------
+# Modules whose tests take seconds each (several server processes, kills, fuzzing, overlong lines, the
+# embedding model). Run first, they leave the thousands of short tests to even out the two workers' ends;
+# run last (as their names sort), one worker sat out the other's long tail for a minute.
+LONG_FIRST = (
+    "tests/mcp/test_multiprocess.py",
+    "tests/reliability/",
+    "tests/mcp/test_stdio_bad_lines.py",
+    "tests/mcp/test_stdio_semantic.py",
+    "tests/mcp/test_stdio_erasure.py",
+    "tests/mcp/test_stdio_revocation.py",
+    "tests/mcp/test_stdio_transport.py",
+    "tests/mcp/test_stdio_review.py",
+    "tests/mcp/test_stdio_concurrent_writes.py",
+    "tests/host/serve/",
+    "tests/host/keys/test_rotation.py",
+    "tests/embeddings/",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A stable sort: within each group, pytest's own order (which keeps shared fixtures together) stays."""
+    items.sort(key=lambda item: 0 if item.nodeid.startswith(LONG_FIRST) else 1)

@@ -8,7 +8,6 @@ what it must never do: cross a tenant, or keep a forgotten record findable.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
@@ -24,22 +23,38 @@ pytestmark = pytest.mark.stdio
 PARAPHRASE = "automobile maintenance"
 
 
-@dataclass
 class Site:
-    paths: HostPaths
-    alice: StdioAgent
-    other_tenant: StdioAgent
+    """A home on the store under test; each agent's server (model and all) starts only when a test uses it."""
+
+    def __init__(self, paths: HostPaths) -> None:
+        self.paths = paths
+        self._agents: dict[str, StdioAgent] = {}
+
+    def _agent(self, name: str, token: str) -> StdioAgent:
+        if name not in self._agents:
+            self._agents[name] = StdioAgent(self.paths.home, token, semantic=True)
+        return self._agents[name]
+
+    @property
+    def alice(self) -> StdioAgent:
+        return self._agent("alice", bind(self.paths).token)
+
+    @property
+    def other_tenant(self) -> StdioAgent:
+        return self._agent("bob", bind(self.paths, tenant="tenant-b", principal="bob").token)
+
+    def close(self) -> None:
+        for agent in self._agents.values():
+            agent.close()
 
 
 @pytest.fixture
 def site(paths: HostPaths) -> Iterator[Site]:
-    alice = StdioAgent(paths.home, bind(paths).token, semantic=True)
-    other = StdioAgent(paths.home, bind(paths, tenant="tenant-b", principal="bob").token, semantic=True)
+    opened = Site(paths)
     try:
-        yield Site(paths, alice, other)
+        yield opened
     finally:
-        alice.close()
-        other.close()
+        opened.close()
 
 
 def test_the_default_profile_is_hybrid_and_finds_a_paraphrase(site: Site) -> None:
