@@ -92,6 +92,14 @@ def test_simplified_memory_is_found_when_query_is_traditional(agent: InProcessAg
     assert _first(asking, "資料庫備份 雲端儲存") == simplified
 
 
+def test_variants_that_fold_in_two_steps_meet_every_form(agent: InProcessAgent, asking: InProcessAgent) -> None:
+    # OpenCC's t2s maps 薴 to 苧 and 苧 to 苎: folded once, a memory of 薴麻 and a query for 苧麻 never met.
+    ramie = agent.remember("這塊布是薴做的。")
+    agent.remember("這塊布是棉做的。")
+    assert _first(asking, "苧") == ramie
+    assert _first(asking, "苎") == ramie
+
+
 def test_japanese_memory_is_found_when_query_mixes_kana_and_kanji(
     agent: InProcessAgent, asking: InProcessAgent
 ) -> None:

@@ -247,6 +247,14 @@ _CJK_TEXT = st.text(
 )
 
 
+def test_folding_a_folded_han_character_changes_nothing() -> None:
+    # Exhaustive over the BMP's Han blocks: t2s maps some variants onto characters it maps again (薴 → 苧 → 苎).
+    blocks = [*range(0x3400, 0x4DC0), *range(0x4E00, 0xA000), *range(0xF900, 0xFB00)]
+    changed = [chr(cp) for cp in blocks if fold(fold(chr(cp))) != fold(chr(cp))]
+    assert changed == []
+    assert fold("薴") == fold("苧") == fold("苎")
+
+
 @settings(max_examples=300, deadline=None)
 @given(_CJK_TEXT)
 def test_tokens_split_back_when_text_is_cjk(text: str) -> None:

@@ -25,8 +25,9 @@ import snowballstemmer
 __all__ = ["STOP_WORDS", "TOKENIZER", "fold", "query_terms", "stem", "subject", "tokenize", "tokenizer_id", "words"]
 
 # This module's analysis, by version: any change to the tokens it produces for some text must change it,
-# so that scopes indexed before are re-indexed (engine/recall/reindex.py).
-TOKENIZER = "engram-text-2"
+# so that scopes indexed before are re-indexed (engine/recall/reindex.py). 3: Traditional folded to a
+# fixed point (see _Simplifier).
+TOKENIZER = "engram-text-3"
 
 # The Snowball English stop list (snowballstem.org/algorithms/english/stop.txt), every active entry,
 # in the order and groups of that file. Entries that the list itself leaves commented out (us, will,
@@ -117,6 +118,12 @@ def _mark_tables() -> tuple[re.Pattern[str], dict[int, None]]:
     return re.compile("[" + "".join(bmp) + "]+"), astral
 
 
+# t2s maps a few variants onto characters it maps again (薴 → 苧 → 苎): conversion repeats until the text
+# stops changing, so that every form meets every other and folding a folded text changes nothing. Chains
+# in OpenCC's table are two steps long; the bound only guards against a table that cycles.
+_SIMPLIFY_PASSES = 4
+
+
 class _Simplifier:
     """OpenCC's maintained Traditional-to-Simplified table (`t2s`: phrases, then characters), loaded on the
     first Han text. One converter per thread, as the binding does not promise to be thread-safe."""
@@ -131,8 +138,12 @@ class _Simplifier:
 
             converter = opencc.OpenCC("t2s")
             self._local.converter = converter
-        result: str = converter.convert(text)
-        return result
+        for _ in range(_SIMPLIFY_PASSES):
+            converted: str = converter.convert(text)
+            if converted == text:
+                break
+            text = converted
+        return text
 
 
 _simplify = _Simplifier()
