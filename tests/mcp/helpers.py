@@ -78,6 +78,9 @@ BINDINGS: dict[str, dict[str, Any]] = {
     "tenant_b": {"tenant": "tenant-b"},
     "workspace_2": {"workspace": "workspace-2"},
     "searcher": {"workspace": "workspace-search"},
+    # Its own scope for records that lapse: the server's housekeeping expires them whenever its timer
+    # fires, which moves their scope's state, and must never go stale a page cursor of another test.
+    "lapser": {"workspace": "workspace-lapse"},
 }
 
 

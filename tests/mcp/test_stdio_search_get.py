@@ -382,8 +382,14 @@ class Lapsed:
 
 
 @pytest.fixture(scope="module")
-def lapsed(searcher: StdioAgent) -> Lapsed:
-    """A record admitted with expires_at two seconds ahead, seen while current, then left to lapse."""
+def lapser(pool: Pool) -> StdioAgent:
+    return pool.agent("lapser")
+
+
+@pytest.fixture(scope="module")
+def lapsed(lapser: StdioAgent) -> Lapsed:
+    """A record admitted with expires_at two seconds ahead, seen while current, then left to lapse (in a
+    scope of its own: see BINDINGS)."""
     word = unique_word("lapsing")
     expires_ms = _now_ms() + 2000
     seconds, millis = divmod(expires_ms, 1000)
@@ -391,23 +397,23 @@ def lapsed(searcher: StdioAgent) -> Lapsed:
     arguments = capture_args(
         f"The {word} notice lapses soon.", retention={"derivative_rule": "make-ineligible", "expires_at": expires_at}
     )
-    captured = ok_value(searcher.call(CAPTURE, arguments))
-    record_id = admit(searcher, captured["candidate_id"])["outcome"]["record_id"]
-    assert found_ids(searcher, word) == [record_id]
+    captured = ok_value(lapser.call(CAPTURE, arguments))
+    record_id = admit(lapser, captured["candidate_id"])["outcome"]["record_id"]
+    assert found_ids(lapser, word) == [record_id]
     time.sleep(max(0.0, (expires_ms - _now_ms()) / 1000) + 0.3)
     return Lapsed(word, record_id, arguments, captured)
 
 
-def test_search_record_past_expires_at_not_returned(searcher: StdioAgent, lapsed: Lapsed) -> None:
-    assert found_ids(searcher, lapsed.word) == []
+def test_search_record_past_expires_at_not_returned(lapser: StdioAgent, lapsed: Lapsed) -> None:
+    assert found_ids(lapser, lapsed.word) == []
 
 
-def test_get_record_past_expires_at_not_found(searcher: StdioAgent, lapsed: Lapsed) -> None:
-    assert_failure(get(searcher, lapsed.record_id), "NOT_FOUND")
+def test_get_record_past_expires_at_not_found(lapser: StdioAgent, lapsed: Lapsed) -> None:
+    assert_failure(get(lapser, lapsed.record_id), "NOT_FOUND")
 
 
-def test_capture_replay_after_expires_at_passed_duplicate_exact(searcher: StdioAgent, lapsed: Lapsed) -> None:
-    again = ok_value(searcher.call(CAPTURE, lapsed.capture_arguments))
+def test_capture_replay_after_expires_at_passed_duplicate_exact(lapser: StdioAgent, lapsed: Lapsed) -> None:
+    again = ok_value(lapser.call(CAPTURE, lapsed.capture_arguments))
     assert again["status"] == "duplicate_exact"
     assert (again["candidate_id"], again["cursor"]) == (lapsed.captured["candidate_id"], lapsed.captured["cursor"])
 
