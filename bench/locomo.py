@@ -164,7 +164,7 @@ def run_conversations(conversations: list[Conversation], channels: str) -> dict[
             if channels == "hybrid" and engine.deps.semantic is None:
                 raise SystemExit("--channels hybrid needs the semantic extra: pip install 'engram-memory[semantic]'")
             if engine.deps.semantic is not None:
-                engine.deps.semantic.embedder.embed(["warm-up"])  # loading the model is not ingest
+                engine.deps.semantic.warm()  # loading the models is not ingest
             for n, conversation in enumerate(conversations):
                 binding = bench_binding(paths, tenant="locomo", workspace=f"conversation-{n + 1}", purpose=PURPOSE)
                 dia_of: dict[str, str] = {}

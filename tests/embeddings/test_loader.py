@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram_memory.embeddings.loader import MODELS, OFF, EmbedderUnavailable, LazyEmbedder, load_embedder
+from engram_memory.embeddings.loader import MODELS, OFF, EmbedderUnavailable, LazyEmbedder, load_embedder, load_models
 from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
+from engram_memory.engine.recall.semantic_models import ALL, LATIN, OTHER
 from engram_memory.host.settings import embedding_model_from_environment
 
 DEFAULT = "multilingual-e5-small-onnx-qint8"
@@ -52,3 +53,19 @@ def test_the_operator_choice_comes_from_the_environment() -> None:
     assert embedding_model_from_environment({}) == ""
     assert embedding_model_from_environment({"ENGRAM_EMBEDDING_MODEL": " off "}) == "off"
     assert set(MODELS) >= {DEFAULT, ENGLISH_ONLY} and next(iter(MODELS)) == DEFAULT
+
+
+def test_the_default_channel_pairs_the_english_and_the_multilingual_models() -> None:
+    models = load_models()
+    assert models is not None
+    assert [(model.texts, model.embedder.model_id) for model in models] == [(LATIN, ENGLISH_ONLY), (OTHER, DEFAULT)]
+    assert [model.embedder for model in models] == [load_embedder(ENGLISH_ONLY), load_embedder(DEFAULT)]
+
+
+def test_a_named_model_reads_every_text_alone() -> None:
+    for name in (DEFAULT, ENGLISH_ONLY):
+        models = load_models(name)
+        assert models is not None and [(m.texts, m.vector_id) for m in models] == [(ALL, name)]
+    assert load_models(OFF) is None
+    with pytest.raises(EmbedderUnavailable, match="no embedding model is called nope"):
+        load_models("nope")

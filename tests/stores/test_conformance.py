@@ -462,9 +462,10 @@ def test_a_vector_is_kept_only_for_an_accepted_current_record_and_only_once_per_
     with store.read() as tx:
         (kept,) = tx.vectors(SCOPE_A, "model-1")
         assert (kept.record_id, kept.vector) == ("mem_current", b"\x00" * 8)
-        assert tx.records_without_vector(SCOPE_A, "model-1") == []
-        assert [row.record_id for row in tx.records_without_vector(SCOPE_A, "model-2")] == ["mem_current"]
-        assert tx.records_without_vector(SCOPE_B, "model-1") == []
+        assert tx.records_without_vector(SCOPE_A, ["model-1"]) == []
+        assert [row.record_id for row in tx.records_without_vector(SCOPE_A, ["model-2"])] == ["mem_current"]
+        assert tx.records_without_vector(SCOPE_B, ["model-1"]) == []
+        assert tx.records_without_vector(SCOPE_A, ["model-2", "model-1"]) == []  # any of them will do
 
 
 def test_a_vector_of_another_model_gives_way(store: Store) -> None:
@@ -475,7 +476,7 @@ def test_a_vector_of_another_model_gives_way(store: Store) -> None:
         tx.put_vector(SCOPE_A, "mem_one", "retired", b"\x00" * 8, "a")
         tx.put_vector(SCOPE_A, "mem_two", "retired", b"\x00" * 8, "b")
     with store.read() as tx:
-        missing = tx.records_without_vector(SCOPE_A, "current")
+        missing = tx.records_without_vector(SCOPE_A, ["current"])
     assert [(row.record_id, row.valid_from_ms, row.valid_to_ms) for row in missing] == [
         ("mem_one", AT_MS, None),
         ("mem_two", AT_MS, None),

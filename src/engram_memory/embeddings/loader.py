@@ -1,10 +1,12 @@
-"""Which embedding model this process uses, found cheaply and loaded on first use, offline.
+"""Which embedding models this process uses, found cheaply and loaded on first use, offline.
 
-The model ships inside an installed package (the `semantic` extra); nothing is downloaded, and
+The models ship inside installed packages (the `semantic` extra); nothing is downloaded, and
 `HF_HUB_OFFLINE` is set before any model code runs. The host passes the operator's choice
-(`ENGRAM_EMBEDDING_MODEL`, read by host/settings.py): a model id, `off` for no semantic channel, or
-nothing for the first installed model of MODELS. Finding a
-model only looks for its packages: a command that never embeds (most host commands) never loads it.
+(`ENGRAM_EMBEDDING_MODEL`, read by host/settings.py): a model id (that model reads every text), `off` for
+no semantic channel, or nothing for the default: the PAIR (engine/recall/semantic_models.py) when both its
+models are installed, else the first installed model of MODELS alone. Finding a model only looks for its
+packages: a command that never embeds (most host commands) never loads it, and a process loads each
+model of the pair the first time a text of its script needs it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engram_memory.engine.recall.semantic import Embedder, Matrix
+from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel, paired, single
 
 OFF = "off"
 
@@ -122,3 +124,23 @@ def load_embedder(wanted: str = "") -> Embedder | None:
                 raise EmbedderUnavailable(f"the embedding model {wanted} is not installed")
             _chosen[wanted] = None if found is None else LazyEmbedder(found, MODELS[found])
         return _chosen[wanted]
+
+
+# The default arrangement: the English model for Latin-alphabet texts, the multilingual one for the others
+# (docs/decisions/0016-two-models-by-script.md).
+PAIR = ("all-MiniLM-L6-v2-onnx-qint8", "multilingual-e5-small-onnx-qint8")
+
+
+def load_models(wanted: str = "") -> tuple[SemanticModel, ...] | None:
+    """The process's semantic models as the channel uses them, or None when it has none.
+
+    Raises EmbedderUnavailable when `wanted` names a model this process cannot load.
+    """
+    if wanted == OFF:
+        return None
+    if not wanted and all(_installed(MODELS[name]) for name in PAIR):
+        english, multilingual = (load_embedder(name) for name in PAIR)
+        if english is not None and multilingual is not None:
+            return paired(english, multilingual)
+    embedder = load_embedder(wanted)
+    return None if embedder is None else single(embedder)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engram_memory.contract.binding import Binding
-from engram_memory.embeddings.loader import EmbedderUnavailable, load_embedder
+from engram_memory.embeddings.loader import EmbedderUnavailable, load_models
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import Clock, KeyVault, Store
@@ -109,15 +109,15 @@ def configured_store(paths: HostPaths) -> str:
 
 
 def vector_cache() -> VectorCache | None:
-    """A semantic channel for one engine: the process's model (loaded once) and a matrix cache of its own.
+    """A semantic channel for one engine: the process's models (each loaded once) and a matrix cache of its own.
 
     Each engine keeps its own cache because a cache is only valid for the store it was filled from.
     """
     try:
-        embedder = load_embedder(embedding_model_from_environment())
+        models = load_models(embedding_model_from_environment())
     except EmbedderUnavailable as exc:
         raise HomeError(str(exc)) from exc
-    return None if embedder is None else VectorCache(embedder)
+    return None if models is None else VectorCache(models)
 
 
 def open_store(paths: HostPaths, *, runtime: bool = False) -> Store:

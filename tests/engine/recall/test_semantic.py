@@ -14,7 +14,7 @@ import pytest
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.search_and_get import HYBRID_PROFILE_VERSION, PROFILE_VERSION
-from engram_memory.engine.recall.semantic import CONTEXT_WEIGHT, VectorCache, memory_vector, to_bytes
+from engram_memory.engine.recall.semantic import VectorCache, memory_vector, to_bytes
 from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.host.settings import HostPaths
 from tests.support.inprocess import InProcessAgent
@@ -97,16 +97,19 @@ def test_hybrid_receipt_names_the_profile_formula_model_and_generation(agent: In
     agent.remember("Tracing spans carry the request id.")
     value = _search(agent, "tracing spans", capability_policy={"minimum_channels": "lexical_and_semantic"})
     receipt = value["rank_receipt"]
-    embedder = served.deps.semantic.embedder  # type: ignore[union-attr]
+    cache = served.deps.semantic
+    assert cache is not None
+    model = cache.model_of(capture_args("Tracing spans carry the request id.")["payload"])
+    embedder = model.embedder
     assert receipt["profile"] == "hybrid-rrf" and receipt["profile_version"] == HYBRID_PROFILE_VERSION
-    assert (
-        receipt["formula_ref"].startswith("rrf(k=60,")
-        and f"cosine({embedder.model_id},primary+{CONTEXT_WEIGHT:g}*context)" in receipt["formula_ref"]
-    )
+    cosine = f"{model.weight:g}*cosine({embedder.model_id},{model.texts},primary+{model.context_weight:g}*context)"
+    assert receipt["formula_ref"].startswith("rrf(k=60;1*bm25f(") and cosine in receipt["formula_ref"]
+    # The scope holds no memory in another script: the multilingual model's list is left out, and not loaded.
     lexical, semantic = receipt["channels"]
     assert lexical["channel"] == "lexical" and semantic["channel"] == "semantic"
     assert lexical["tokenizer"] == tokenizer_id()
     assert semantic["model"] == embedder.model_id and semantic["model_version"] == embedder.model_version
+    assert (semantic["texts"], semantic["weight"]) == (model.texts, model.weight)
     assert semantic["generation"] == lexical["generation"] == receipt["through_cursor"]
     assert semantic["eligible"] == 1 and semantic["pooled"] == 1
 
@@ -168,7 +171,9 @@ def test_vectors_lost_or_left_by_another_model_are_embedded_again_by_the_next_se
 ) -> None:
     car = agent.remember("The car needs new tyres before winter.")
     invoices = agent.remember("Quarterly invoices are mailed on the first Monday.")
-    model = served.deps.semantic.embedder.model_id  # type: ignore[union-attr]
+    cache = served.deps.semantic
+    assert cache is not None
+    model = cache.model_of(capture_args("The car needs new tyres before winter.")["payload"]).vector_id
     with raw_store(paths) as db:  # a crash lost one vector; the other was written under a retired model
         db.execute("DELETE FROM record_vectors WHERE rid = (SELECT rid FROM records WHERE record_id = ?)", (car,))
         db.execute("UPDATE record_vectors SET model = 'retired-model'")
@@ -216,12 +221,11 @@ def test_the_stored_vector_is_the_one_the_model_gives_for_the_memory_alone(
     cache = served.deps.semantic
     assert cache is not None
     payload = capture_args("The car needs new tyres before winter.", context="The greenhouse vents open at noon.")
-    fresh = VectorCache(cache.embedder)  # empty line cache: every text goes through the model
+    fresh = VectorCache(cache.models)  # empty line cache: every text goes through the model
+    model = fresh.model_of(payload["payload"])
+    scope = Scope(agent.binding.tenant, agent.binding.workspace)
     expected = to_bytes(
-        memory_vector(
-            lambda texts: fresh.embed_texts(Scope(agent.binding.tenant, agent.binding.workspace), texts),
-            payload["payload"],
-        )
+        memory_vector(lambda texts: fresh.embed_texts(scope, model, texts), payload["payload"], model.context_weight)
     )
     with raw_store(paths) as db:
         stored = db.value(

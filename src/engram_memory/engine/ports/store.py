@@ -120,8 +120,8 @@ class CoreTx(Protocol):
         """Every accepted_current record of the scope with an embedding by `model`, in rid order."""
         ...
 
-    def records_without_vector(self, scope: Scope, model: str) -> list[UnembeddedRecord]:
-        """The scope's accepted_current records with no embedding by `model`, in rid order."""
+    def records_without_vector(self, scope: Scope, models: Sequence[str]) -> list[UnembeddedRecord]:
+        """The scope's accepted_current records with no embedding by any of `models`, in rid order."""
         ...
 
     # tombstone fingerprints (keyed, never content: engine/lifecycle/tombstone_guard.py)

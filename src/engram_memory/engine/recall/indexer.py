@@ -23,6 +23,7 @@ from typing import Any
 
 from engram_memory.engine.ports.store import Scope, Store
 from engram_memory.engine.recall.semantic import Embedded, VectorCache, embed_record, embedding_texts, to_bytes
+from engram_memory.engine.recall.semantic_models import SemanticModel
 
 __all__ = ["VectorIndexer"]
 
@@ -109,28 +110,28 @@ class VectorIndexer:
             logger.exception("embedding a record failed; a search will retry it")
             return None
 
-    def _warm(self, item: tuple[Scope, str]) -> None:
+    def _warm(self, item: tuple[Scope, SemanticModel, str]) -> None:
         # A fault here is met again by the record's own pass below, which logs it.
         with contextlib.suppress(Exception):
-            self._cache.embed_texts(item[0], [item[1]])
+            self._cache.embed_texts(item[0], item[1], [item[2]])
 
     def _index(self, jobs: list[_Job]) -> None:
         # Every text the batch needs, each once, on the pool first: a memory's context lines are the
         # turns just before it, often queued beside it, and would otherwise be embedded by two threads
         # at once. The records' vectors are then put together from the cache.
-        texts: dict[tuple[Scope, str], None] = {}
+        texts: dict[tuple[Scope, SemanticModel, str], None] = {}
         for job in jobs:
             if job.embedded is None and job.payload is not None:
+                model = self._cache.model_of(job.payload)
                 primary, lines = embedding_texts(job.payload)
-                texts.update(dict.fromkeys((job.scope, text) for text in (primary, *lines)))
+                texts.update(dict.fromkeys((job.scope, model, text) for text in (primary, *lines)))
         list(self._pool.map(self._warm, texts))
         ready = [item for item in map(self._embedded, jobs) if item is not None]
         if not ready:
             return
-        model = self._cache.embedder.model_id
         try:
             with self._store.write(synced=False) as tx:
-                for scope, embedded in ready:
-                    tx.put_vector(scope, embedded.record_id, model, to_bytes(embedded.vector), embedded.subject)
+                for scope, item in ready:
+                    tx.put_vector(scope, item.record_id, item.vector_id, to_bytes(item.vector), item.subject)
         except Exception as exc:  # a background thread: nothing to return an error to
             logger.error("vectors could not be written (%s); a search will embed them again", type(exc).__name__)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = [
-    "CHANNEL_WEIGHTS",
     "DATE_BOOST",
     "FIELDS",
     "FIELD_WEIGHTS",
@@ -22,6 +21,7 @@ __all__ = [
     "IMPACT_SCALE",
     "K1",
     "LEXICAL_SUBJECT_BOOST",
+    "LEXICAL_WEIGHT",
     "MAX_QUERY_TERMS",
     "MAX_RANKED_TERMS",
     "RECENCY_HALF_LIFE_MS",
@@ -57,7 +57,7 @@ RECENCY_WEIGHT = 0.1
 
 # Reciprocal rank fusion of the lexical and semantic orders, each channel's vote weighted.
 RRF_K = 60
-CHANNEL_WEIGHTS: tuple[float, ...] = (1.0, 1.0)  # (lexical, semantic): plain RRF (docs/decisions/0014)
+LEXICAL_WEIGHT = 1.0  # the lexical list's vote; each model's is its own (engine/recall/semantic_models.py)
 # A memory whose subject (first primary token) the query names gets its fused score times 1 + this.
 SUBJECT_BOOST = 0.3
 # A memory whose event time falls on a date the query names (engine/recall/timeref.py); tuned on the LoCoMo dev set.
@@ -267,12 +267,11 @@ def lexical_formula() -> str:
     )
 
 
-def hybrid_formula(model_id: str, context_weight: float) -> str:
-    """The hybrid profile's formula: fusion of its channels, the subject and date boosts, recency."""
+def hybrid_formula(cosines: Sequence[str]) -> str:
+    """The hybrid profile's formula: fusion of its channels (the lexical one, then each model's weighted
+    cosine, as semantic_models.cosine_formulas writes them), the subject and date boosts, recency."""
     bm25f_term, recency_term = FORMULA_REF.split(")*(", 1)
-    weights = ",".join(_num(w) for w in CHANNEL_WEIGHTS)
     return (
-        f"rrf(k={RRF_K},weights=[{weights}];{bm25f_term}){_frequent()};"
-        f"cosine({model_id},primary+{_num(context_weight)}*context))"
+        f"rrf(k={RRF_K};{_num(LEXICAL_WEIGHT)}*{bm25f_term}){_frequent()};{';'.join(cosines)})"
         f"*subject(1+{_num(SUBJECT_BOOST)})*date(1+{_num(DATE_BOOST)})*({recency_term}"
     )

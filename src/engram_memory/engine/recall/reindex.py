@@ -65,8 +65,8 @@ class IndexStatus:
     tokenizer: str
     stale_scopes: tuple[Scope, ...]  # lexical entries built by another tokenizer
     stale_records: int  # their current records, all to be re-tokenized
-    model: str | None  # this process's embedding model, None without one
-    unembedded: int  # current records with no vector by that model
+    models: tuple[str, ...]  # this process's embedding models (their vector ids), none without one
+    unembedded: int  # current records with no vector by these models
 
     @property
     def current(self) -> bool:
@@ -104,7 +104,7 @@ def _current_ids(tx: StoreTx, scope: Scope) -> list[str]:
 
 def index_status(deps: Deps) -> IndexStatus:
     """Raises ContractError STORE_UNAVAILABLE."""
-    model = None if deps.semantic is None else deps.semantic.embedder.model_id
+    models = () if deps.semantic is None else deps.semantic.vector_ids
     stale: list[Scope] = []
     stale_records = unembedded = 0
     with deps.store.read() as tx:
@@ -113,9 +113,9 @@ def index_status(deps: Deps) -> IndexStatus:
             if is_stale(stats):
                 stale.append(scope)
                 stale_records += stats.doc_count
-            if model is not None and stats.doc_count > 0:
-                unembedded += len(tx.records_without_vector(scope, model))
-    return IndexStatus(tokenizer_id(), tuple(stale), stale_records, model, unembedded)
+            if models and stats.doc_count > 0:
+                unembedded += len(tx.records_without_vector(scope, models))
+    return IndexStatus(tokenizer_id(), tuple(stale), stale_records, models, unembedded)
 
 
 def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
@@ -164,9 +164,9 @@ def reindex(
 
 
 def _embed_missing(deps: Deps, cache: VectorCache, report: Callable[[ReindexProgress], None]) -> tuple[int, int]:
-    model = cache.embedder.model_id
+    models = cache.vector_ids
     with deps.store.read() as tx:
-        work = [(scope, row.record_id) for scope in _scopes(tx) for row in tx.records_without_vector(scope, model)]
+        work = [(scope, row.record_id) for scope in _scopes(tx) for row in tx.records_without_vector(scope, models)]
     total, done, written, unreadable = len(work), 0, 0, 0
     with ThreadPoolExecutor(max_workers=EMBED_THREADS, thread_name_prefix="engram-reindex") as pool:
         for batch in _chunks(work, SEMANTIC_BATCH):
@@ -196,15 +196,14 @@ def _embed_batch(
             except ContractError:
                 unreadable += 1
     # Each distinct text once, two at a time (as engine/recall/indexer.py does), then the vectors from the cache.
-    texts = {(scope, text): None for scope, _, payload in payloads for text in _texts(payload)}
-    list(pool.map(lambda item: cache.embed_texts(item[0], [item[1]]), texts))
+    texts = {(scope, cache.model_of(payload), text): None for scope, _, payload in payloads for text in _texts(payload)}
+    list(pool.map(lambda item: cache.embed_texts(item[0], item[1], [item[2]]), texts))
     ready = [(scope, embed_record(cache, scope, record_id, payload)) for scope, record_id, payload in payloads]
-    model = cache.embedder.model_id
     written = 0
     # Derived data, as in engine/recall/indexer.py: a power cut may lose it, and the next run embeds it again.
     with deps.store.write(synced=False) as tx:
         for scope, item in ready:
-            written += tx.put_vector(scope, item.record_id, model, to_bytes(item.vector), item.subject)
+            written += tx.put_vector(scope, item.record_id, item.vector_id, to_bytes(item.vector), item.subject)
     return written, unreadable
 
 

@@ -33,10 +33,10 @@ from engram_memory.engine.ports.store import IndexedDoc, RecordRow, StoreTx
 from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest
 from engram_memory.engine.recall.cursors import mint_cursor, open_cursor
 from engram_memory.engine.recall.ranking import (
-    CHANNEL_WEIGHTS,
     DATE_BOOST,
     FIELDS,
     LEXICAL_SUBJECT_BOOST,
+    LEXICAL_WEIGHT,
     MAX_QUERY_TERMS,
     SUBJECT_BOOST,
     CorpusStats,
@@ -53,13 +53,18 @@ from engram_memory.engine.recall.ranking import (
 )
 from engram_memory.engine.recall.reindex import is_stale
 from engram_memory.engine.recall.semantic import (
-    CONTEXT_WEIGHT,
     SEMANTIC_POOL,
     CatchUp,
     Embedded,
     VectorCache,
     semantic_query,
     to_bytes,
+)
+from engram_memory.engine.recall.semantic_models import (
+    CROSS_SCRIPT_MIN_MEMORIES,
+    SemanticModel,
+    cosine_formulas,
+    models_for_query,
 )
 from engram_memory.engine.recall.text import query_terms, subject, tokenizer_id
 from engram_memory.engine.recall.timeref import DateWindow, named_windows, without_dates
@@ -69,7 +74,9 @@ from engram_memory.engine.sealing.bodies import read_payload
 PROFILE = "lexical-bm25f"
 PROFILE_VERSION = 3  # 2: the date boost; 3: CJK bigrams and Traditional/Simplified folding (engine/recall/text.py)
 HYBRID_PROFILE = "hybrid-rrf"
-HYBRID_PROFILE_VERSION = 3  # 2: the date boost, context lines embedded one by one; 3: as lexical 3
+# 2: the date boost, context lines embedded one by one; 3: as lexical 3; 4: Latin-alphabet texts embedded by
+# the English model, all others by the multilingual one (engine/recall/semantic_models.py)
+HYBRID_PROFILE_VERSION = 4
 # The index's best 100 (by impact-ordered postings on SQLite, weighted full-text rank on PostgreSQL) are
 # re-scored with BM25F: on the LoCoMo dev set the top 10 are the same as from 1,000 (docs/benchmarks.md).
 CANDIDATE_POOL = 100
@@ -201,7 +208,9 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
 def _hybrid(
     deps: Deps, cache: VectorCache, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int
 ) -> _Ranking:
-    """RRF of the lexical order (relevance alone) and the nearest embeddings, a subject boost, then recency.
+    """RRF of the lexical order (relevance alone) and the nearest embeddings of the query's model (and, for a
+    Latin-alphabet query, of the multilingual model's memories too: semantic_models.py), a subject boost,
+    then recency.
 
     Terms found in a large share of the scope's memories (a speaker's name in a conversation, the team's
     own name in its notes) say little about which memory is meant: they are left out of the lexical
@@ -212,39 +221,54 @@ def _hybrid(
     terms, lexical_terms, frequent = focus.terms, focus.lexical_terms, focus.frequent
     lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
     windows = named_windows(query)
-    vector = cache.embedder.embed_queries([semantic_query(without_dates(query), frequent)])[0]
     catch_up = CatchUp(
         expected=focus.doc_count,
         payload_of=lambda record_id: read_payload(deps, tx, call.scope, record_id, "record"),
     )
-    found = cache.nearest(
-        tx, call.scope, generation, vector, valid_at_ms=valid_at_ms, limit=SEMANTIC_POOL, catch_up=catch_up
-    )
-    nearest, eligible = found.neighbours, found.eligible
-    fused = rrf([[s.doc_id for s in lexical], [n.record_id for n in nearest]], weights=CHANNEL_WEIGHTS)
+    matrices = cache.matrices(tx, call.scope, generation, catch_up)
+    own, *across = models_for_query(cache.models, query)
+    consulted = [own, *(m for m in across if matrices.eligible(m, valid_at_ms) >= CROSS_SCRIPT_MIN_MEMORIES)]
+    asked = semantic_query(without_dates(query), frequent)
+    queries = [(m, m.embedder.embed_queries([asked])[0]) for m in consulted if matrices.eligible(m, valid_at_ms)]
+    nearest = matrices.nearest(queries, valid_at_ms=valid_at_ms, limit=SEMANTIC_POOL)
+    orders = [[s.doc_id for s in lexical], [n.record_id for n in nearest]]
+    weights = [LEXICAL_WEIGHT, own.weight]
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
     for neighbour in nearest:
         at.setdefault(neighbour.record_id, neighbour.valid_from_ms)
         subjects.setdefault(neighbour.record_id, neighbour.subject)
+    channels = [_lexical_receipt(deps, generation, lexical_terms, len(docs))]
+    for model in consulted:
+        pooled = sum(1 for n in nearest if n.vector_id == model.vector_id)
+        eligible = matrices.eligible(model, valid_at_ms)
+        channels.append(_semantic_receipt(model, own.weight, generation, eligible, pooled, len(frequent)))
+    fused = rrf(orders, weights=weights)
     ranked = []
     for doc_id, score in fused.items():
         relevance = _date_boosted(_subject_boosted(score, subjects[doc_id], terms, SUBJECT_BOOST), at[doc_id], windows)
         ranked.append(Scored(doc_id, round(blend(relevance, recency(valid_at_ms - at[doc_id])), 9)))
     ranked.sort(key=lambda s: (-s.score, s.doc_id))
-    embedder = cache.embedder
-    semantic = {
+    return _Ranking(ranked, channels, list(matrices.embedded))
+
+
+def _semantic_receipt(
+    model: SemanticModel, weight: float, generation: int, eligible: int, pooled: int, frequent: int
+) -> dict[str, Any]:
+    embedder = model.embedder
+    return {
         "channel": "semantic",
         "index": "record_vectors",
         "generation": generation,
         "model": embedder.model_id,
         "model_version": embedder.model_version,
         "dimension": embedder.dimension,
+        "texts": model.texts,
+        "weight": weight,
         "eligible": eligible,
-        "pooled": len(nearest),
-        "frequent_terms": len(frequent),
+        "pooled": pooled,
+        "frequent_terms": frequent,
     }
-    return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs)), semantic], found.embedded)
 
 
 def _keep(deps: Deps, call: Call, embedded: list[Embedded]) -> None:
@@ -254,11 +278,10 @@ def _keep(deps: Deps, call: Call, embedded: list[Embedded]) -> None:
         return
     if deps.semantic is None:
         return
-    model = deps.semantic.embedder.model_id
     try:
         with deps.store.write(synced=False) as tx:
             for item in embedded:
-                tx.put_vector(call.scope, item.record_id, model, to_bytes(item.vector), item.subject)
+                tx.put_vector(call.scope, item.record_id, item.vector_id, to_bytes(item.vector), item.subject)
     except ContractError:
         pass  # derived data: the next search embeds them again
 
@@ -277,7 +300,7 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     profile, profile_version, formula = (
         (PROFILE, PROFILE_VERSION, lexical_formula())
         if cache is None
-        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cache.embedder.model_id, CONTEXT_WEIGHT))
+        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cosine_formulas(cache.models)))
     )
     limit = arguments.get("limit", DEFAULT_LIMIT)
     budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)

@@ -1,8 +1,9 @@
-"""The semantic channel: embeddings written at admission, a per-scope matrix in memory, cosine top-k.
+"""The semantic channel: embeddings written at admission, per-scope matrices in memory, cosine top-k.
 
 Only accepted_current records are embedded (never a pending candidate), and a record's vector leaves
-with its lexical entry. The matrix of a scope is rebuilt from the store when the scope's records
-cursor (its write generation) moves, so a search never sees a vector the store no longer holds.
+with its lexical entry. Each record has one vector, by the model of its primary text (semantic_models.py).
+A scope's matrices (one per model) are rebuilt from the store when the scope's records cursor (its write
+generation) moves, so a search never sees a vector the store no longer holds.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from engram_memory.contract.errors import ContractError
-from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.ports.store import Scope, StoredVector, StoreTx
+from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel, model_for
 from engram_memory.engine.recall.text import subject, tokenize
 
 __all__ = [
@@ -28,8 +30,8 @@ __all__ = [
     "Embedded",
     "Embedder",
     "Matrix",
-    "Nearest",
     "Neighbour",
+    "ScopeMatrices",
     "VectorCache",
     "embed_record",
     "embedding_texts",
@@ -41,38 +43,15 @@ __all__ = [
     "to_bytes",
 ]
 
-Matrix = npt.NDArray[np.float32]
-
-# How many nearest records the channel hands to fusion (RRF gives rank 150 a weight of 1/210, which cannot
+# How many nearest records a model's list hands to fusion (RRF gives rank 150 a weight of 1/210, which cannot
 # lift a record past one the lexical channel also found near the top); tuned on the LoCoMo dev set.
 SEMANTIC_POOL = 150
-# How much a memory's context lines weigh in its vector, and how many of them are read (the line cap
-# bounds the model work one admission can cause). With multilingual-e5 the context helps a short
-# conversational turn and blurs a self-contained sentence: dense-only R@10 with weight 0.7 / 0 was 73.9 /
-# 72.1 on LoCoMo (English), 90.9 / 94.0 (Japanese), 95.3 / 97.1 (Traditional Chinese); 0.2 keeps most
-# of either gain in fusion (docs/decisions/0014-multilingual-model.md).
-CONTEXT_WEIGHT = 0.2
+# How many context lines are read (the cap bounds the model work one admission can cause). How much they
+# weigh is the model's (semantic_models.py): with multilingual-e5 the context helps a short conversational
+# turn and blurs a self-contained sentence (docs/decisions/0014-multilingual-model.md).
 CONTEXT_LINES = 8
 # Line embeddings kept per engine so repeated context costs no model pass (384 floats each: 6 MB).
 TEXT_CACHE_ENTRIES = 4096
-
-
-class Embedder(Protocol):
-    """A local sentence-embedding model. Vectors are float32 and unit length, so a dot product is the cosine."""
-
-    @property
-    def model_id(self) -> str: ...
-    @property
-    def model_version(self) -> str: ...
-    @property
-    def dimension(self) -> int: ...
-    def embed(self, texts: Sequence[str]) -> Matrix:
-        """Vectors of memories' texts."""
-        ...
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        """Vectors of search queries (models trained with a query prefix, like e5, use it here)."""
-        ...
 
 
 def _primary_text(payload: Mapping[str, Any]) -> str:
@@ -101,8 +80,10 @@ def _unit(vector: Matrix) -> Matrix:
     return unit
 
 
-def memory_vector(embed: Callable[[Sequence[str]], Matrix], payload: Mapping[str, Any]) -> Matrix:
-    """The primary text's embedding plus CONTEXT_WEIGHT times the unit mean of its context lines' embeddings.
+def memory_vector(
+    embed: Callable[[Sequence[str]], Matrix], payload: Mapping[str, Any], context_weight: float
+) -> Matrix:
+    """The primary text's embedding plus `context_weight` times the unit mean of its context lines' embeddings.
 
     The statement alone keeps its own meaning sharp; its surroundings carry the topic a short reply
     ("Wow, that's great!") leaves out. Lines are embedded one by one so that a line already seen (a
@@ -114,7 +95,7 @@ def memory_vector(embed: Callable[[Sequence[str]], Matrix], payload: Mapping[str
     vectors = embed([primary, *lines])
     if not lines:
         return _unit(vectors[0])
-    return _unit(vectors[0] + CONTEXT_WEIGHT * _unit(vectors[1:].mean(axis=0)))
+    return _unit(vectors[0] + context_weight * _unit(vectors[1:].mean(axis=0)))
 
 
 _WORD = re.compile(r"\w+(?:['\u2019]\w+)*")
@@ -151,9 +132,22 @@ def from_bytes(data: bytes, dimension: int) -> Matrix:
     return vector
 
 
+_OPEN = np.iinfo(np.int64).max
+
+
 @dataclass(frozen=True, slots=True)
-class _ScopeMatrix:
-    generation: int
+class Neighbour:
+    record_id: str
+    score: float  # the cosine; across models, how many standard deviations above its model's memories
+    valid_from_ms: int
+    subject: str
+    vector_id: str  # the model arrangement whose vector it is
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelMatrix:
+    """One model's vectors of one scope, in record-id order."""
+
     ids: tuple[str, ...]
     subjects: tuple[str, ...]
     matrix: Matrix
@@ -161,30 +155,47 @@ class _ScopeMatrix:
     valid_to: npt.NDArray[np.int64]  # int64 max when open-ended
     expires: npt.NDArray[np.int64]  # int64 max when never
 
+    @classmethod
+    def of(cls, stored: list[StoredVector], dimension: int) -> _ModelMatrix:
+        stored = sorted(stored, key=lambda row: row.record_id)  # one order whatever the store's row ids
+        return cls(
+            ids=tuple(row.record_id for row in stored),
+            subjects=tuple(row.subject for row in stored),
+            matrix=(
+                np.vstack([from_bytes(row.vector, dimension) for row in stored])
+                if stored
+                else np.zeros((0, dimension), dtype=np.float32)
+            ),
+            valid_from=np.array([row.valid_from_ms for row in stored], dtype=np.int64),
+            valid_to=np.array(
+                [_OPEN if row.valid_to_ms is None else row.valid_to_ms for row in stored], dtype=np.int64
+            ),
+            expires=np.array(
+                [_OPEN if row.expires_at_ms is None else row.expires_at_ms for row in stored], dtype=np.int64
+            ),
+        )
 
-_OPEN = np.iinfo(np.int64).max
+    def eligible(self, valid_at_ms: int) -> npt.NDArray[np.intp]:
+        held = (self.valid_from <= valid_at_ms) & (valid_at_ms <= self.valid_to) & (self.expires > valid_at_ms)
+        return np.flatnonzero(held)
+
+    def scores(self, query: Matrix, positions: npt.NDArray[np.intp], *, standardised: bool) -> npt.NDArray[np.float64]:
+        """Each record's cosine to the query, or its distance above the mean of these records' cosines in
+        standard deviations; rounded so float noise below 1e-6 cannot reorder two records between identical
+        searches."""
+        scores = (self.matrix[positions] @ query).astype(np.float64)
+        if standardised:
+            scores = (scores - scores.mean()) / max(float(scores.std()), 1e-6)
+        return np.round(scores, 6)
 
 
 @dataclass(frozen=True, slots=True)
 class Embedded:
-    """A record's vector and subject, ready to be written."""
+    """A record's vector, the id of the model arrangement that wrote it, and its subject, ready to be written."""
 
     record_id: str
+    vector_id: str
     vector: Matrix
-    subject: str
-
-
-def embed_record(cache: VectorCache, scope: Scope, record_id: str, payload: Mapping[str, Any]) -> Embedded:
-    return Embedded(
-        record_id, memory_vector(lambda texts: cache.embed_texts(scope, texts), payload), subject_of(payload)
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Neighbour:
-    record_id: str
-    cosine: float
-    valid_from_ms: int
     subject: str
 
 
@@ -197,39 +208,92 @@ class CatchUp:
 
 
 @dataclass(frozen=True, slots=True)
-class Nearest:
-    neighbours: list[Neighbour]
-    eligible: int
-    embedded: list[Embedded]
+class ScopeMatrices:
+    """A scope's vectors at one generation, one matrix per model, and what was embedded to build them."""
+
+    generation: int
+    by_model: Mapping[str, _ModelMatrix]  # vector_id -> matrix
+    embedded: tuple[Embedded, ...] = ()
+
+    def eligible(self, model: SemanticModel, valid_at_ms: int) -> int:
+        return int(self.by_model[model.vector_id].eligible(valid_at_ms).size)
+
+    def nearest(
+        self, queries: Sequence[tuple[SemanticModel, Matrix]], *, valid_at_ms: int, limit: int
+    ) -> list[Neighbour]:
+        """The `limit` eligible records closest to the query, best first (ties by id), from each model's
+        memories by its own vector of the query. One model ranks by cosine; several by how far each memory
+        stands above its own model's memories (cosines of two models are on different scales)."""
+        standardised = len(queries) > 1
+        found: list[tuple[float, str, int, int]] = []  # (score, id, which query, position)
+        for n, (model, query) in enumerate(queries):
+            matrix = self.by_model[model.vector_id]
+            positions = matrix.eligible(valid_at_ms)
+            if positions.size == 0:
+                continue
+            scores = matrix.scores(query, positions, standardised=standardised)
+            take = min(limit, positions.size)
+            top = np.argpartition(-scores, take - 1)[:take] if take < positions.size else np.arange(positions.size)
+            found.extend((float(scores[i]), matrix.ids[positions[i]], n, int(positions[i])) for i in top)
+        found.sort(key=lambda item: (-item[0], item[1]))
+        neighbours = []
+        for score, record_id, n, at in found[:limit]:
+            model = queries[n][0]
+            matrix = self.by_model[model.vector_id]
+            neighbours.append(
+                Neighbour(record_id, score, int(matrix.valid_from[at]), matrix.subjects[at], model.vector_id)
+            )
+        return neighbours
+
+
+def embed_record(cache: VectorCache, scope: Scope, record_id: str, payload: Mapping[str, Any]) -> Embedded:
+    model = cache.model_of(payload)
+    vector = memory_vector(lambda texts: cache.embed_texts(scope, model, texts), payload, model.context_weight)
+    return Embedded(record_id, model.vector_id, vector, subject_of(payload))
 
 
 class VectorCache:
     """Per-scope matrices keyed by the scope's write generation; shared by the engine's threads."""
 
-    def __init__(self, embedder: Embedder) -> None:
-        self._embedder = embedder
+    def __init__(self, models: Sequence[SemanticModel]) -> None:
+        if not models:
+            raise ValueError("a semantic channel needs a model")
+        self._models = tuple(models)
         self._lock = threading.Lock()
-        self._scopes: dict[Scope, _ScopeMatrix] = {}
-        self._texts: OrderedDict[tuple[Scope, bytes], Matrix] = OrderedDict()
+        self._scopes: dict[Scope, ScopeMatrices] = {}
+        self._texts: OrderedDict[tuple[Scope, str, bytes], Matrix] = OrderedDict()
 
     @property
-    def embedder(self) -> Embedder:
-        return self._embedder
+    def models(self) -> tuple[SemanticModel, ...]:
+        return self._models
 
-    def embed_texts(self, scope: Scope, texts: Sequence[str]) -> Matrix:
+    @property
+    def vector_ids(self) -> tuple[str, ...]:
+        return tuple(model.vector_id for model in self._models)
+
+    def model_of(self, payload: Mapping[str, Any]) -> SemanticModel:
+        """The model that embeds this memory: the one that reads its primary text."""
+        return model_for(self._models, _primary_text(payload))
+
+    def warm(self) -> None:
+        """Loads every model now (a benchmark's warm-up; serving loads each on its first use)."""
+        for model in self._models:
+            model.embedder.embed(["warm-up"])
+
+    def embed_texts(self, scope: Scope, model: SemanticModel, texts: Sequence[str]) -> Matrix:
         """The model's vectors for `texts`, from the scope's recent-text cache where it has them.
 
         Keyed by a digest, so no plaintext stays in memory; kept per scope, so one tenant's texts never
         answer for another's.
         """
-        keys = [(scope, hashlib.sha256(text.encode("utf-8")).digest()) for text in texts]
+        keys = [(scope, model.vector_id, hashlib.sha256(text.encode("utf-8")).digest()) for text in texts]
         with self._lock:
             known = {key: self._texts[key] for key in keys if key in self._texts}
             for key in known:
                 self._texts.move_to_end(key)
         missing = list(dict.fromkeys(i for i, key in enumerate(keys) if key not in known))
         if missing:
-            fresh = self._embedder.embed([texts[i] for i in missing])
+            fresh = model.embedder.embed([texts[i] for i in missing])
             with self._lock:
                 for row, i in enumerate(missing):
                     known[keys[i]] = fresh[row]
@@ -238,83 +302,39 @@ class VectorCache:
                     self._texts.popitem(last=False)
         return np.vstack([known[key] for key in keys]).astype(np.float32, copy=False)
 
-    def _matrix(
-        self, tx: StoreTx, scope: Scope, generation: int, catch_up: CatchUp
-    ) -> tuple[_ScopeMatrix, list[Embedded]]:
+    def matrices(self, tx: StoreTx, scope: Scope, generation: int, catch_up: CatchUp) -> ScopeMatrices:
+        """The scope's matrices at `generation`, embedding first any current record that has no vector by
+        these models (admitted but not yet written by the indexer, or by another process, or under another
+        model, or lost to a crash), so the order never depends on any of that. `embedded` holds those
+        vectors, for the caller to keep."""
         with self._lock:
             cached = self._scopes.get(scope)
         if cached is not None and cached.generation == generation:
-            return cached, []
-        model = self._embedder.model_id
-        stored = tx.vectors(scope, model)
+            return ScopeMatrices(generation, cached.by_model)
+        ids = self.vector_ids
+        stored = {vector_id: tx.vectors(scope, vector_id) for vector_id in ids}
         fresh: list[Embedded] = []
-        if len(stored) < catch_up.expected:
-            # Admitted here but not yet written by the indexer, or by another process, or under another
-            # model, or lost to a crash: embedded now, so the order never depends on any of that.
-            for row in tx.records_without_vector(scope, model):
+        if sum(len(rows) for rows in stored.values()) < catch_up.expected:
+            for row in tx.records_without_vector(scope, ids):
                 try:
                     payload = catch_up.payload_of(row.record_id)
                 except ContractError:  # a body that does not open stays out of this channel, not the search
                     continue
                 embedded = embed_record(self, scope, row.record_id, payload)
                 fresh.append(embedded)
-                stored.append(row.with_vector(to_bytes(embedded.vector), embedded.subject))
-        stored.sort(key=lambda row: row.record_id)  # one order whatever the store's row ids
-        dimension = self._embedder.dimension
-        matrix = (
-            np.vstack([from_bytes(row.vector, dimension) for row in stored])
-            if stored
-            else np.zeros((0, dimension), dtype=np.float32)
-        )
-        built = _ScopeMatrix(
-            generation=generation,
-            ids=tuple(row.record_id for row in stored),
-            subjects=tuple(row.subject for row in stored),
-            matrix=matrix,
-            valid_from=np.array([row.valid_from_ms for row in stored], dtype=np.int64),
-            valid_to=np.array(
-                [_OPEN if row.valid_to_ms is None else row.valid_to_ms for row in stored], dtype=np.int64
-            ),
-            expires=np.array(
-                [_OPEN if row.expires_at_ms is None else row.expires_at_ms for row in stored], dtype=np.int64
-            ),
+                stored[embedded.vector_id].append(row.with_vector(to_bytes(embedded.vector), embedded.subject))
+        built = ScopeMatrices(
+            generation,
+            {
+                model.vector_id: _ModelMatrix.of(stored[model.vector_id], model.embedder.dimension)
+                for model in self._models
+            },
         )
         with self._lock:
             current = self._scopes.get(scope)
             if current is None or current.generation <= generation:
                 self._scopes[scope] = built
-        return built, fresh
-
-    def nearest(
-        self,
-        tx: StoreTx,
-        scope: Scope,
-        generation: int,
-        query: Matrix,
-        *,
-        valid_at_ms: int,
-        limit: int,
-        catch_up: CatchUp,
-    ) -> Nearest:
-        """The `limit` eligible records closest to the query, best first (ties by id), how many records
-        were eligible, and the vectors embedded on the way (for the caller to keep)."""
-        built, fresh = self._matrix(tx, scope, generation, catch_up)
-        if not built.ids:
-            return Nearest([], 0, fresh)
-        eligible = (built.valid_from <= valid_at_ms) & (valid_at_ms <= built.valid_to) & (built.expires > valid_at_ms)
-        positions = np.flatnonzero(eligible)
-        if positions.size == 0:
-            return Nearest([], 0, fresh)
-        scores = built.matrix[positions] @ query
-        # Rounded so float noise below 1e-6 cannot reorder two records between identical searches.
-        rounded = np.round(scores.astype(np.float64), 6)
-        take = min(limit, positions.size)
-        top = np.argpartition(-rounded, take - 1)[:take] if take < positions.size else np.arange(positions.size)
-        best = sorted(((float(rounded[i]), int(positions[i])) for i in top), key=lambda p: (-p[0], built.ids[p[1]]))
-        neighbours = [
-            Neighbour(built.ids[at], score, int(built.valid_from[at]), built.subjects[at]) for score, at in best
-        ]
-        return Nearest(neighbours, int(positions.size), fresh)
+        return ScopeMatrices(generation, built.by_model, tuple(fresh))
 
 
 def index_vector(
@@ -324,4 +344,4 @@ def index_vector(
     if cache is None:
         return
     embedded = embed_record(cache, scope, record_id, payload)
-    tx.put_vector(scope, record_id, cache.embedder.model_id, to_bytes(embedded.vector), embedded.subject)
+    tx.put_vector(scope, record_id, embedded.vector_id, to_bytes(embedded.vector), embedded.subject)

@@ -91,9 +91,9 @@ def check_vectors(
         checks.add("vectors", ErrorCode.PROJECTION_STALE, entry.record_id or "vector", detail)
     if deps.semantic is None:
         return
-    model = deps.semantic.embedder.model_id
+    models = set(deps.semantic.vector_ids)
     current = {record_id for record_id, state in records.items() if state == _CURRENT}
-    embedded = {entry.record_id for entry in entries if entry.model == model}
+    embedded = {entry.record_id for entry in entries if entry.model in models}
     report.unembedded += len(current - embedded)
 
 

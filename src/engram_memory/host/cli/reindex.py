@@ -36,16 +36,20 @@ def register(app: typer.Typer) -> None:
 SERVE_EMBEDS_FROM = 100
 
 
+def _models(status: IndexStatus) -> str:
+    return " and ".join(status.models) or "none"
+
+
 def describe(status: IndexStatus, *, embed: bool = True) -> str:
     """One line for a person: what a re-index of this store would do."""
     if status.current:
-        return f"the indexes are current (tokenizer {status.tokenizer}, model {status.model or 'none'})"
+        return f"the indexes are current (tokenizer {status.tokenizer}, models {_models(status)})"
     parts = []
     if status.stale_scopes:
         scopes = len(status.stale_scopes)
         parts.append(f"{status.stale_records} memories in {scopes} scopes to re-tokenize for {status.tokenizer}")
     if status.unembedded and embed:
-        parts.append(f"{status.unembedded} memories to embed by {status.model}")
+        parts.append(f"{status.unembedded} memories to embed by {_models(status)}")
     return "; ".join(parts)
 
 
@@ -146,7 +150,7 @@ def reindex_command(
 def _status_json(status: IndexStatus) -> dict[str, object]:
     return {
         "tokenizer": status.tokenizer,
-        "model": status.model,
+        "models": list(status.models),
         "stale_scopes": len(status.stale_scopes),
         "stale_records": status.stale_records,
         "unembedded": status.unembedded,

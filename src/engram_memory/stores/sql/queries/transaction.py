@@ -275,14 +275,18 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         )
         return bool(cursor.rowcount)
 
-    def records_without_vector(self, scope: Scope, model: str) -> list[UnembeddedRecord]:
+    def records_without_vector(self, scope: Scope, models: Sequence[str]) -> list[UnembeddedRecord]:
         self._enter_tenant(scope.tenant)
+        if not models:
+            raise ValueError("records_without_vector needs at least one model")
+        # A record has one vector (put_vector), so "by none of these" is "no row, or a row of another model".
+        marks = ", ".join("?" for _ in models)
         rows = self._db.execute(
-            "SELECT r.record_id, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms FROM records AS r"
-            " LEFT JOIN record_vectors AS v ON v.rid = r.rid AND v.model = ?"
+            "SELECT r.record_id, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms FROM records AS r"  # noqa: S608
+            f" LEFT JOIN record_vectors AS v ON v.rid = r.rid AND v.model IN ({marks})"
             " WHERE r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current' AND v.rid IS NULL"
             " ORDER BY r.rid",
-            (model, scope.tenant, scope.workspace),
+            (*models, scope.tenant, scope.workspace),
         ).fetchall()
         return [UnembeddedRecord(row[0], row[1], row[2], row[3]) for row in rows]
 
