@@ -2,14 +2,17 @@
 
 Run on demand (not part of `make test`):
 
-    .venv/bin/python bench/multilingual.py DATA_DIR [--english LOCOMO_DIR] [--json] [--channels lexical,hybrid]
+    .venv/bin/python bench/multilingual.py DATA_DIR [--english DIR [--mixed]] [--json] [--channels lexical,hybrid]
 
 Every subfolder of DATA_DIR that holds LoCoMo-format files (`*.json`) is one language, named by its
 folder; `--english` adds a LoCoMo folder as the row `en`. Cross-script: every folder whose text is
 Traditional Chinese (found by reading it: OpenCC's t2s changes a noticeable share of its Han
 characters) is run again with its questions converted to Simplified (OpenCC t2s) and its memories
 left as they are, as the row `<folder>→simplified-questions`. Nothing about particular files is known
-here. Each row is one fresh home per channel setting; columns as bench/locomo.py (R@5, R@10, Hit@10,
+here. `--mixed` adds, for every language, the rows `en beside <folder>` (each English conversation in one
+workspace with one of the language's files, asked the English questions) and `<folder> beside en` (the
+reverse), to be read against the rows `en` and `<folder>`: what memories in another script cost a
+search. Each row is one fresh home per channel setting; columns as bench/locomo.py (R@5, R@10, Hit@10,
 search p50/p95 in process, ingest/s including embedding). Results: docs/benchmarks.md.
 """
 
@@ -78,15 +81,49 @@ def simplified_questions(conversations: list[Conversation]) -> list[Conversation
     ]
 
 
-def run(data_dir: Path, english: Path | None, channels: list[str]) -> list[dict[str, Any]]:
+# A second part's sessions are renumbered past the first part's, so no turn takes the other part's turns
+# as its context.
+_SESSION_OFFSET = 1_000_000
+
+
+def _tagged(conversation: Conversation, tag: str, offset: int) -> Conversation:
+    """The conversation with every dia_id (and evidence) prefixed by `tag`, its sessions moved by `offset`."""
+    return Conversation(
+        conversation.name,
+        [replace(turn, dia_id=f"{tag}:{turn.dia_id}", session=turn.session + offset) for turn in conversation.turns],
+        [Question(q.text, frozenset(f"{tag}:{e}" for e in q.evidence)) for q in conversation.questions],
+    )
+
+
+def _shared(asked: Conversation, beside: Conversation, tags: tuple[str, str]) -> Conversation:
+    """One workspace of both conversations' memories, asked `asked`'s questions only."""
+    first, second = _tagged(asked, tags[0], 0), _tagged(beside, tags[1], _SESSION_OFFSET)
+    return Conversation(f"{asked.name}+{beside.name}", first.turns + second.turns, first.questions)
+
+
+def mixed(
+    name: str, conversations: list[Conversation], english: list[Conversation]
+) -> list[tuple[str, list[Conversation]]]:
+    """Two rows of one language sharing its workspaces with English ones: each English conversation
+    beside one of the language's (in turn), asked the English questions; each of the language's beside an
+    English one, asked its own. Compare each with the row of its questions alone."""
+    english_asked = [_shared(e, conversations[n % len(conversations)], ("en", name)) for n, e in enumerate(english)]
+    other_asked = [_shared(c, english[n % len(english)], (name, "en")) for n, c in enumerate(conversations)]
+    return [(f"en beside {name}", english_asked), (f"{name} beside en", other_asked)]
+
+
+def run(data_dir: Path, english: Path | None, channels: list[str], *, mix: bool = False) -> list[dict[str, Any]]:
     datasets: list[tuple[str, list[Conversation]]] = []
+    english_conversations = load_folder(english) if english is not None else []
     for folder in language_folders(data_dir):
         conversations = load_folder(folder)
         datasets.append((folder.name, conversations))
         if traditional_share(conversations) >= TRADITIONAL_SHARE:
             datasets.append((f"{folder.name}→simplified-questions", simplified_questions(conversations)))
-    if english is not None:
-        datasets.append(("en", load_folder(english)))
+        if mix and english_conversations:
+            datasets.extend(mixed(folder.name, conversations, english_conversations))
+    if english_conversations:
+        datasets.append(("en", english_conversations))
     rows = []
     for name, conversations in datasets:
         for channel in channels:
@@ -112,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--english", type=Path, help="a folder of LoCoMo-format files, reported as the row en")
     parser.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
     parser.add_argument("--channels", default=",".join(CHANNELS), help="comma-separated: lexical, hybrid")
+    parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="with --english: also each language sharing its workspaces with English conversations",
+    )
     options = parser.parse_args(argv)
     channels = [c for c in options.channels.split(",") if c]
     if not channels or any(c not in CHANNELS for c in channels):
@@ -120,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{options.data_dir} is not a folder")
     if options.english is not None and not options.english.is_dir():
         parser.error(f"{options.english} is not a folder")
-    rows = run(options.data_dir, options.english, channels)
+    if options.mixed and options.english is None:
+        parser.error("--mixed needs --english")
+    rows = run(options.data_dir, options.english, channels, mix=options.mixed)
     print(json.dumps(rows, ensure_ascii=False) if options.json else "\n".join(table(rows)))
     return 0
 
