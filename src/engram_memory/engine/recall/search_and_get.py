@@ -227,9 +227,10 @@ def _hybrid(
     )
     matrices = cache.matrices(tx, call.scope, generation, catch_up)
     own, *across = models_for_query(cache.models, query)
-    consulted = [own, *(m for m in across if matrices.eligible(m, valid_at_ms) >= CROSS_SCRIPT_MIN_MEMORIES)]
+    eligible = {model.vector_id: matrices.eligible(model, valid_at_ms) for model in (own, *across)}
+    consulted = [own, *(m for m in across if eligible[m.vector_id] >= CROSS_SCRIPT_MIN_MEMORIES)]
     asked = semantic_query(without_dates(query), frequent)
-    queries = [(m, m.embedder.embed_queries([asked])[0]) for m in consulted if matrices.eligible(m, valid_at_ms)]
+    queries = [(m, m.embedder.embed_queries([asked])[0]) for m in consulted if eligible[m.vector_id]]
     nearest = matrices.nearest(queries, valid_at_ms=valid_at_ms, limit=SEMANTIC_POOL)
     orders = [[s.doc_id for s in lexical], [n.record_id for n in nearest]]
     weights = [LEXICAL_WEIGHT, own.weight]
@@ -241,8 +242,9 @@ def _hybrid(
     channels = [_lexical_receipt(deps, generation, lexical_terms, len(docs))]
     for model in consulted:
         pooled = sum(1 for n in nearest if n.vector_id == model.vector_id)
-        eligible = matrices.eligible(model, valid_at_ms)
-        channels.append(_semantic_receipt(model, own.weight, generation, eligible, pooled, len(frequent)))
+        channels.append(
+            _semantic_receipt(model, own.weight, generation, eligible[model.vector_id], pooled, len(frequent))
+        )
     fused = rrf(orders, weights=weights)
     ranked = []
     for doc_id, score in fused.items():
