@@ -138,10 +138,13 @@ def test_each_memory_is_embedded_once_by_the_model_of_its_script(
     note = agent.remember("The operations team backs up the database every night.")
     korean = agent.remember(KOREAN[0])
     mixed = agent.remember("Met 민수 about the database backup.")
+    # A Korean line of context would be noise in an English model's vector: the memory is e5's.
+    with_context = agent.remember("The backup runs at night.", context="운영팀이 매일 밤 백업한다.")
     assert _stored_models(paths) == {
         note: english.vector_id,
         korean: multilingual.vector_id,
         mixed: multilingual.vector_id,
+        with_context: multilingual.vector_id,
     }
 
 

@@ -272,8 +272,10 @@ class VectorCache:
         return tuple(model.vector_id for model in self._models)
 
     def model_of(self, payload: Mapping[str, Any]) -> SemanticModel:
-        """The model that embeds this memory: the one that reads its primary text."""
-        return model_for(self._models, _primary_text(payload))
+        """The model that embeds this memory: the one that reads every text of it the vector is made of (an
+        English statement with a Korean line of context is the multilingual model's, which reads both)."""
+        primary, lines = embedding_texts(payload)
+        return model_for(self._models, "\n".join([primary, *lines]))
 
     def warm(self) -> None:
         """Loads every model now (a benchmark's warm-up; serving loads each on its first use)."""

@@ -3,7 +3,8 @@
 The default channel pairs two models (docs/decisions/0016-two-models-by-script.md): all-MiniLM-L6-v2 for
 texts written in the Latin alphabet, multilingual-e5-small for every other text. MiniLM ranks English
 conversations better in fusion and costs a third of e5's time per memory; e5 is the one that reads Korean,
-Chinese and Japanese. Each memory is embedded once, by the model of its primary text; a query is answered
+Chinese and Japanese. Each memory is embedded once, by the model that reads all of its text (its primary
+component and the context lines its vector takes in); a query is answered
 by the model of its own text, and a Latin-alphabet query also consults e5's memories (Korean, Chinese or
 Japanese ones, across languages) in the same list, each model's cosines measured against its own
 memories'. With one model (the operator's choice, or the only one installed) it reads everything, as
@@ -148,7 +149,7 @@ def in_latin_alphabet(text: str) -> bool:
 
 
 def model_for(models: Sequence[SemanticModel], text: str) -> SemanticModel:
-    """The model that embeds a memory whose primary text is `text`."""
+    """The model that embeds `text` (a query, or all of a memory's text the vector is made of)."""
     return next((model for model in models if model.reads(text)), models[0])
 
 
