@@ -34,6 +34,7 @@ __all__ = [
     "Scored",
     "blend",
     "bm25f",
+    "formula_number",
     "frequent_terms",
     "hybrid_formula",
     "idf",
@@ -76,15 +77,16 @@ _MS_PER_DAY = 24 * 3600 * 1000
 _SCORE_DECIMALS = 9
 
 
-def _num(value: float) -> str:
+def formula_number(value: float) -> str:
+    """A constant as the receipts' formulas write it."""
     return f"{value:g}"
 
 
 FORMULA_REF: str = (
-    f"bm25f(k1={_num(K1)},b={_num(B)},"
-    + ",".join(f"{name}={_num(FIELD_WEIGHTS[name])}" for name in FIELDS)
-    + f")*({_num(1 - RECENCY_WEIGHT)}+{_num(RECENCY_WEIGHT)}"
-    + f"*recency(half_life={_num(RECENCY_HALF_LIFE_MS / _MS_PER_DAY)}d))"
+    f"bm25f(k1={formula_number(K1)},b={formula_number(B)},"
+    + ",".join(f"{name}={formula_number(FIELD_WEIGHTS[name])}" for name in FIELDS)
+    + f")*({formula_number(1 - RECENCY_WEIGHT)}+{formula_number(RECENCY_WEIGHT)}"
+    + f"*recency(half_life={formula_number(RECENCY_HALF_LIFE_MS / _MS_PER_DAY)}d))"
 )
 
 
@@ -253,7 +255,7 @@ def rarest_terms(terms: Sequence[str], df: Mapping[str, int]) -> list[str]:
 
 def _frequent() -> str:
     return (
-        f"[frequent>={_num(FREQUENT_SHARE)}*docs>={FREQUENT_MIN_DOCS}]"
+        f"[frequent>={formula_number(FREQUENT_SHARE)}*docs>={FREQUENT_MIN_DOCS}]"
         f"[terms<={MAX_QUERY_TERMS},rarest<={MAX_RANKED_TERMS}]"
     )
 
@@ -262,7 +264,7 @@ def lexical_formula() -> str:
     """The lexical profile's formula: BM25F over the telling terms, the subject and date boosts, recency."""
     bm25f_term, recency_term = FORMULA_REF.split(")*(", 1)
     return (
-        f"{bm25f_term}){_frequent()}*subject(1+{_num(LEXICAL_SUBJECT_BOOST)})*date(1+{_num(DATE_BOOST)})"
+        f"{bm25f_term}){_frequent()}*subject(1+{formula_number(LEXICAL_SUBJECT_BOOST)})*date(1+{formula_number(DATE_BOOST)})"
         f"*({recency_term}"
     )
 
@@ -272,6 +274,6 @@ def hybrid_formula(cosines: Sequence[str]) -> str:
     cosine, as semantic_models.cosine_formulas writes them), the subject and date boosts, recency."""
     bm25f_term, recency_term = FORMULA_REF.split(")*(", 1)
     return (
-        f"rrf(k={RRF_K};{_num(LEXICAL_WEIGHT)}*{bm25f_term}){_frequent()};{';'.join(cosines)})"
-        f"*subject(1+{_num(SUBJECT_BOOST)})*date(1+{_num(DATE_BOOST)})*({recency_term}"
+        f"rrf(k={RRF_K};{formula_number(LEXICAL_WEIGHT)}*{bm25f_term}){_frequent()};{';'.join(cosines)})"
+        f"*subject(1+{formula_number(SUBJECT_BOOST)})*date(1+{formula_number(DATE_BOOST)})*({recency_term}"
     )

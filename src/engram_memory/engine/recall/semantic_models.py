@@ -21,6 +21,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from engram_memory.engine.recall.ranking import formula_number
+
 __all__ = [
     "ALL",
     "CROSS_SCRIPT_MIN_MEMORIES",
@@ -163,14 +165,10 @@ def models_for_query(models: Sequence[SemanticModel], query: str) -> list[Semant
     return [own, *(model for model in models if model.texts == OTHER)]
 
 
-def _num(value: float) -> str:
-    return f"{value:g}"
-
-
 def cosine_formulas(models: Sequence[SemanticModel]) -> list[str]:
     """How each model's list enters the fusion, for the rank receipt's formula_ref."""
     formulas = [
-        f"{_num(model.weight)}*cosine({model.embedder.model_id},{model.texts},primary+{_num(model.context_weight)}*context)"
+        f"{formula_number(model.weight)}*cosine({model.embedder.model_id},{model.texts},primary+{formula_number(model.context_weight)}*context)"
         for model in models
     ]
     if any(model.texts == LATIN for model in models):
