@@ -1,8 +1,8 @@
-"""Admitted records' vectors, computed off the request path by one worker thread and its model threads.
+"""Admitted records' vectors, computed off the request path by one worker thread.
 
 Admission commits the record and hands its payload here; the agent's call returns without waiting
 for the model. The worker embeds each record on its own (so a vector never depends on what else was
-queued), the texts of a batch two at a time, and writes whatever is ready in one unsynced transaction:
+queued), each text of a batch once, and writes whatever is ready in one unsynced transaction:
 a vector is derived data, so a power cut may lose it, never a record, and a search re-embeds any
 accepted_current record it finds without one (VectorCache catches up). Before ranking, a search waits
 for this process's queue to drain, so what it ranks never depends on how far the worker has got.
@@ -13,27 +13,23 @@ admission rolled back, in the meantime leaves nothing behind (the store's put_ve
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from engram_memory.engine.ports.store import Scope, Store
-from engram_memory.engine.recall.semantic import Embedded, VectorCache, embed_record, embedding_texts, to_bytes
-from engram_memory.engine.recall.semantic_models import SemanticModel
+from engram_memory.engine.recall.semantic import Embedded, VectorCache, embed_record, to_bytes
 
 __all__ = ["VectorIndexer"]
 
 logger = logging.getLogger(__name__)
 
-# Records embedded at once. The model runs single-threaded and releases the GIL, so two texts run on
-# two cores: with multilingual-e5-small (about 7 ms a memory) one thread made the model the bound of
-# ingest, 125 memories/s on LoCoMo on two cores against the admissions' ~350/s. Each vector is still
-# computed on its own, so it never depends on what else was queued or how the work was shared.
-EMBED_THREADS = 2
+# One thread runs the model, beside the request thread: on two cores a second model thread only took
+# the request thread's core. Measured on LoCoMo dev (docs/benchmarks.md, "Ingest"): two threads gave
+# 169-194 memories/s with all-MiniLM-L6-v2 and 113-121 with multilingual-e5-small on Chinese; one gave
+# 219-233 and 111-115, and less CPU a memory for both (7.3 against 8.2 ms, 12.9 against 13.8).
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +48,6 @@ class VectorIndexer:
         self._busy = False
         self._closed = False
         self._changed = threading.Condition()
-        self._pool = ThreadPoolExecutor(max_workers=EMBED_THREADS, thread_name_prefix="engram-embed")
         self._thread = threading.Thread(target=self._work, name="engram-vector-indexer", daemon=True)
         self._thread.start()
 
@@ -85,7 +80,6 @@ class VectorIndexer:
             self._closed = True
             self._changed.notify_all()
         self._thread.join(timeout=30)
-        self._pool.shutdown(wait=False)
 
     def _work(self) -> None:
         while True:
@@ -110,22 +104,7 @@ class VectorIndexer:
             logger.exception("embedding a record failed; a search will retry it")
             return None
 
-    def _warm(self, item: tuple[Scope, SemanticModel, str]) -> None:
-        # A fault here is met again by the record's own pass below, which logs it.
-        with contextlib.suppress(Exception):
-            self._cache.embed_texts(item[0], item[1], [item[2]])
-
     def _index(self, jobs: list[_Job]) -> None:
-        # Every text the batch needs, each once, on the pool first: a memory's context lines are the
-        # turns just before it, often queued beside it, and would otherwise be embedded by two threads
-        # at once. The records' vectors are then put together from the cache.
-        texts: dict[tuple[Scope, SemanticModel, str], None] = {}
-        for job in jobs:
-            if job.embedded is None and job.payload is not None:
-                model = self._cache.model_of(job.payload)
-                primary, lines = embedding_texts(job.payload)
-                texts.update(dict.fromkeys((job.scope, model, text) for text in (primary, *lines)))
-        list(self._pool.map(self._warm, texts))
         ready = [item for item in map(self._embedded, jobs) if item is not None]
         if not ready:
             return

@@ -19,7 +19,6 @@ from engram_memory.contract.states import RecordState
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.ports.store import IndexStats, Scope, StoreTx
 from engram_memory.engine.projection import add_index_entry, index_fields
-from engram_memory.engine.recall.indexer import EMBED_THREADS
 from engram_memory.engine.recall.semantic import VectorCache, embed_record, embedding_texts, index_vector, to_bytes
 from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.engine.sealing.bodies import read_payload
@@ -41,6 +40,8 @@ LEGACY_TOKENIZER = "engram-text-1"
 LEXICAL_BATCH = 500
 # Records embedded between writes: the model runs outside any transaction, the writes are short.
 SEMANTIC_BATCH = 64
+# Model threads of a re-embedding: it runs alone (no admissions share the cores), so one per core.
+REEMBED_THREADS = 2
 
 _CURRENT = RecordState.ACCEPTED_CURRENT.value
 _T = TypeVar("_T")
@@ -168,7 +169,7 @@ def _embed_missing(deps: Deps, cache: VectorCache, report: Callable[[ReindexProg
     with deps.store.read() as tx:
         work = [(scope, row.record_id) for scope in _scopes(tx) for row in tx.records_without_vector(scope, models)]
     total, done, written, unreadable = len(work), 0, 0, 0
-    with ThreadPoolExecutor(max_workers=EMBED_THREADS, thread_name_prefix="engram-reindex") as pool:
+    with ThreadPoolExecutor(max_workers=REEMBED_THREADS, thread_name_prefix="engram-reindex") as pool:
         for batch in _chunks(work, SEMANTIC_BATCH):
             batch_written, batch_unreadable = _embed_batch(deps, cache, pool, batch)
             written += batch_written
@@ -195,7 +196,7 @@ def _embed_batch(
                 payloads.append((scope, record_id, read_payload(deps, tx, scope, record_id, "record")))
             except ContractError:
                 unreadable += 1
-    # Each distinct text once, two at a time (as engine/recall/indexer.py does), then the vectors from the cache.
+    # Each distinct text once, one per model thread, then the vectors from the cache.
     texts = {(scope, cache.model_of(payload), text): None for scope, _, payload in payloads for text in _texts(payload)}
     list(pool.map(lambda item: cache.embed_texts(item[0], item[1], [item[2]]), texts))
     ready = [(scope, embed_record(cache, scope, record_id, payload)) for scope, record_id, payload in payloads]
