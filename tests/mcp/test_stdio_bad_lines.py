@@ -20,6 +20,7 @@ from engram_memory.host.settings import HostPaths
 from engram_memory.mcp.stdio import LINE_LIMIT
 from tests.support.homes import bind, make_home
 from tests.support.jsonrpc import INITIALIZED, initialize
+from tests.support.processes import reap
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 INITIALIZE = initialize(1, "raw")
@@ -87,9 +88,7 @@ def _exchange(served: tuple[HostPaths, dict[str, str]], lines: list[bytes]) -> l
         assert process.wait(timeout=30) == 0
         return messages
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
 
 
 def _errors(messages: list[dict[str, Any]]) -> list[tuple[int, int | str | None]]:

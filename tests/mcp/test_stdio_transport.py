@@ -20,6 +20,7 @@ from engram_memory.host.settings import HostPaths
 from engram_memory.mcp.stdio import LINE_LIMIT
 from tests.support.homes import bind, make_home
 from tests.support.jsonrpc import INITIALIZED, initialize
+from tests.support.processes import reap
 
 INITIALIZE = initialize(1, "raw")
 
@@ -77,9 +78,7 @@ def _exchange(paths: HostPaths, env: dict[str, str], lines: list[bytes], expect:
         assert process.wait(timeout=30) == 0
         return answers
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
 
 
 def test_pipes_answer_requests_in_the_modern_transport(served: tuple[HostPaths, dict[str, str]]) -> None:
@@ -139,9 +138,7 @@ def test_a_regular_file_as_stdout_takes_the_sdk_transport(
             process.stdin.close()
             assert process.wait(timeout=30) == 0
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            reap(process)
     answers = _answers(answers_file.read_bytes())
     assert answers[1]["result"]["serverInfo"]["name"] == "engram-memory"
     assert len(answers[2]["result"]["tools"]) == 6

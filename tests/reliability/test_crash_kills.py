@@ -39,6 +39,7 @@ from tests.support.homes import Issued, bind, engine_for
 from tests.support.http_agents import HttpServer
 from tests.support.jsonrpc import INITIALIZED, initialize
 from tests.support.payloads import capture_args, unique_key
+from tests.support.processes import reap
 from tests.support.raw import raw_store
 
 SEED = 1414
@@ -108,6 +109,8 @@ class StdioRound:
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=30)
+        self._reader.join(timeout=30)  # the kill ends its stdout: the reader sees the end of it
+        reap(self.process)
         self._reader.join(timeout=30)
 
 

@@ -27,6 +27,7 @@ from tests.reliability.scale import amount, report
 from tests.support.homes import bind, engine_for, make_home
 from tests.support.jsonrpc import INITIALIZED, initialize
 from tests.support.payloads import PURPOSE, capture_args, unique_key
+from tests.support.processes import reap
 from tests.support.raw import raw_store
 
 SEED = 1415
@@ -236,6 +237,7 @@ def test_fuzzed_lines_and_arguments_are_all_answered_and_harm_nothing(tmp_path: 
             process.wait()
         log.close()
     reader.join(timeout=60)
+    reap(process)
 
     unanswered = [request_id for request_id in requests if answers.get(request_id) != 1]
     assert unanswered == [], unanswered[:20]
