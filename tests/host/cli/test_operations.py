@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from engram_memory.contract.instants import format_instant, parse_instant
+from engram_memory.host.cli.common import INSTANT_FORMS
 from engram_memory.host.compose import current_user
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli, cli_process
@@ -362,11 +363,8 @@ def test_audit_export_writes_a_private_file_with_output(site: Site, tmp_path: Pa
 @pytest.mark.parametrize(
     ("args", "reason"),
     [
-        (("--since", "yesterday"), "--since must be a canonical UTC instant like 2026-01-31T09:00:00.000Z"),
-        (
-            ("--until", "2026-02-30T00:00:00.000Z"),
-            "--until must be a canonical UTC instant like 2026-01-31T09:00:00.000Z",
-        ),
+        (("--since", "yesterday"), f"--since must be {INSTANT_FORMS}"),
+        (("--until", "2026-02-30T00:00:00.000Z"), f"--until must be {INSTANT_FORMS}"),
         (
             ("--since", "2026-01-02T00:00:00.000Z", "--until", "2026-01-01T00:00:00.000Z"),
             "--until must be later than --since",

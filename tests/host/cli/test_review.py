@@ -126,10 +126,16 @@ def test_review_list_json_is_metadata_only_oldest_first(site: Site) -> None:
 
 
 def test_review_list_for_people_names_each_candidate_and_why(site: Site, tmp_path: Path) -> None:
-    text = _ok(cli("review", "list", "--limit", "1", "--home", site.home))
+    done = cli("review", "list", "--limit", "1", "--home", site.home)
+    assert done.code == 0
+    text = done.stdout
     assert site.flagged in text and site.plain not in text
     assert "review_mode" in text and "tenant-a/workspace-1" in text
-    assert "showing the oldest 1; use --limit to see more" in text
+    assert done.stderr == (
+        "engram-memory: showing the first 1 candidates (oldest first); more exist (raise --limit to see them)\n"
+    )
+    whole = cli("review", "list", "--limit", "2", "--home", site.home)
+    assert whole.code == 0 and whole.stderr == ""
     assert MARKER not in text
     empty = make_home(tmp_path / "empty")
     assert _ok(cli("review", "list", "--home", empty.home)) == "no candidates waiting for review\n"

@@ -1,6 +1,7 @@
 """The `engram-memory` command: the host's interface. No agent ever reaches it.
 
-Every subcommand takes `--home DIR` (or `ENGRAM_HOME`); listings take `--json`; every failure exits
+Every subcommand takes `--home DIR` (or `ENGRAM_HOME`), before or after its name; listings take `--json`;
+`--version` prints the installed version; every failure exits
 non-zero with a one-line reason on stderr. Each module of this package adds its commands in one way:
 plain functions, and a `register(app)` that names them.
 """
@@ -8,11 +9,14 @@ plain functions, and a `register(app)` that names them.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from engram_memory import __version__
 from engram_memory.host.cli import confirmations, home, keys, operations, records, reindex, review, serve
-from engram_memory.host.cli.common import err, one_line
+from engram_memory.host.cli.common import GLOBAL_HOME, err, one_line, say
 
 app = typer.Typer(
     name="engram-memory",
@@ -23,6 +27,27 @@ app = typer.Typer(
 )
 for module in (home, serve, confirmations, review, records, operations, keys, reindex):
     module.register(app)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        say(f"engram-memory {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    home: Annotated[
+        Path | None,
+        typer.Option("--home", help="The host's home folder, for the subcommand that follows.", show_default=False),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    if home is not None:
+        ctx.meta[GLOBAL_HOME] = home
 
 
 def main() -> None:

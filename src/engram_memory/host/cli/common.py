@@ -6,8 +6,10 @@ own faults (no home, bad key file, unavailable store) to such a line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -15,6 +17,7 @@ import typer
 from rich.console import Console
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.contract.instants import parse_instant
 from engram_memory.engine.engine import Engine
 from engram_memory.host.compose import HomeError, open_engine
 from engram_memory.host.keys.files import KeyFileError
@@ -24,9 +27,29 @@ from engram_memory.host.terminal import SafeConsole, inline
 out: Console = SafeConsole(soft_wrap=True)
 err: Console = SafeConsole(stderr=True, soft_wrap=True)
 
+# `--home` given before the subcommand (`engram-memory --home DIR records list`), kept for the subcommand.
+GLOBAL_HOME = "engram_memory.home"
+
+
+def _home_or_global(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """The subcommand's own `--home` wins, then the one before the subcommand, then ENGRAM_HOME."""
+    # By name: typer carries its own copy of click, whose enum is not importable by a public path.
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    if source is not None and source.name == "COMMANDLINE":
+        return value
+    given: Path | None = ctx.meta.get(GLOBAL_HOME)
+    return given if given is not None else value
+
+
 HomeOption = Annotated[
     Path | None,
-    typer.Option("--home", envvar=HOME_ENV, help="The host's home folder (store, keys, policy).", show_envvar=True),
+    typer.Option(
+        "--home",
+        envvar=HOME_ENV,
+        help="The host's home folder (store, keys, policy); also accepted before the subcommand.",
+        show_envvar=True,
+        callback=_home_or_global,
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -39,6 +62,15 @@ def one_line(reason: str) -> str:
 def fail(reason: str, code: int = 1) -> NoReturn:
     err.print(f"engram-memory: error: {one_line(reason)}", markup=False, highlight=False)
     raise typer.Exit(code=code)
+
+
+def note_cut_off(shown: int, what: str) -> None:
+    """A list that stopped at its --limit says so, on stderr: stdout stays exactly the list (or its JSON)."""
+    err.print(
+        f"engram-memory: showing the first {shown} {what}; more exist (raise --limit to see them)",
+        markup=False,
+        highlight=False,
+    )
 
 
 def say(text: str) -> None:
@@ -57,3 +89,28 @@ def opened_engine(home: Path | None) -> Iterator[tuple[Engine, HostPaths]]:
         fail(str(exc))
     except ContractError as exc:
         fail(f"the store is unavailable ({exc.code.value})")
+
+
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+INSTANT_FORMS = "a date (2026-01-31, midnight UTC) or an ISO instant (2026-01-31T09:00Z, 2026-01-31T10:00:00+01:00)"
+
+
+def host_instant(option: str, text: str | None) -> int | None:
+    """Milliseconds since the epoch of a date or an ISO 8601 instant a person typed; a time without a zone
+    is UTC. Anything else fails in one line naming the option and the forms it takes."""
+    if text is None:
+        return None
+    canonical = parse_instant(text)
+    if canonical is not None:
+        return canonical
+    value = text.strip()
+    try:
+        if _DAY.match(value):
+            moment = datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+        else:
+            moment = datetime.fromisoformat(value)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+    except ValueError:
+        fail(f"{option} must be {INSTANT_FORMS}")
+    return int(moment.timestamp() * 1000)

@@ -13,7 +13,7 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine.lifecycle.gate import APPROVAL_TTL_MAX_MS, ConfirmationError
 from engram_memory.engine.ports.store import ConfirmationRow
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, out, say
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, out, say
 from engram_memory.host.compose import (
     HomeError,
     current_user,
@@ -58,6 +58,7 @@ def _confirmation_json(row: ConfirmationRow, status: str) -> dict[str, Any]:
 
 def confirmations_list(
     include_all: Annotated[bool, typer.Option("--all", help="Include decided, consumed and expired ones.")] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many, in the order listed.")] = 1000,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -69,7 +70,9 @@ def confirmations_list(
         fail(str(exc))
     except ContractError:
         fail("the store is unavailable")
-    items = [_confirmation_json(row, status) for row, status in rows]
+    items = [_confirmation_json(row, status) for row, status in rows[:limit]]
+    if len(rows) > limit:
+        note_cut_off(limit, "confirmation requests")
     if as_json:
         sys.stdout.write(json.dumps(items) + "\n")
         return

@@ -21,17 +21,27 @@ from rich import box
 from rich.table import Table
 
 from engram_memory.contract.errors import ContractError
-from engram_memory.contract.instants import format_instant, parse_instant
+from engram_memory.contract.instants import format_instant
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import AuditRow
 from engram_memory.engine.verify import VerifyReport, problems_json
-from engram_memory.host.cli.common import HomeOption, JsonOption, err, fail, opened_engine, out, say
+from engram_memory.host.cli.common import (
+    INSTANT_FORMS,
+    HomeOption,
+    JsonOption,
+    err,
+    fail,
+    host_instant,
+    opened_engine,
+    out,
+    say,
+)
 from engram_memory.host.compose import current_user
 from engram_memory.host.operations_stats import StoreStats, gather_stats
 from engram_memory.host.terminal import json_text
 
 TOKEN_ID_RE = re.compile(r"^bind_[a-z2-7]{16}$")
-InstantOption = Annotated[str | None, typer.Option(help="A canonical UTC instant, e.g. 2026-01-31T09:00:00.000Z.")]
+InstantOption = Annotated[str | None, typer.Option(help=f"{INSTANT_FORMS[0].upper()}{INSTANT_FORMS[1:]}.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -185,15 +195,6 @@ def _size(size: int) -> str:
 # -- audit export ---------------------------------------------------------------------------------
 
 
-def _instant(option: str, text: str | None) -> int | None:
-    if text is None:
-        return None
-    parsed = parse_instant(text)
-    if parsed is None:
-        fail(f"{option} must be a canonical UTC instant like 2026-01-31T09:00:00.000Z")
-    return parsed
-
-
 def audit_line(row: AuditRow) -> str:
     """One call's entry: who (binding ids), what (tool, outcome code), and digests; never memory text."""
     entry = {
@@ -229,7 +230,7 @@ def audit_export(
     home: HomeOption = None,
 ) -> None:
     """The audit log as JSON lines, in audit order; --since is inclusive, --until exclusive."""
-    since_ms, until_ms = _instant("--since", since), _instant("--until", until)
+    since_ms, until_ms = host_instant("--since", since), host_instant("--until", until)
     if since_ms is not None and until_ms is not None and until_ms <= since_ms:
         fail("--until must be later than --since")
     with opened_engine(home) as (engine, _), _store_faults():

@@ -21,7 +21,7 @@ from engram_memory.engine.engine import Engine
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, MaintenanceRefused, Transition
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.store import JournalEvent, RecordRow
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, out, say
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
 from engram_memory.host.compose import current_user
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The record id (mem_...).")]
@@ -92,8 +92,8 @@ def record_json(row: RecordRow) -> dict[str, Any]:
         "session": row.actor.session,
         "captured_at": format_instant(row.captured_at_ms),
         "admitted_at": format_instant(row.admitted_at_ms),
-        "valid_from": row.valid_from_ms,
-        "valid_to": row.valid_to_ms,
+        "valid_from": _instant(row.valid_from_ms),
+        "valid_to": _instant(row.valid_to_ms),
         "expires_at": _instant(row.expires_at_ms),
         "state_cursor": row.state_cursor,
         "superseded_by": row.superseded_by,
@@ -321,11 +321,15 @@ def list_command(
     as_json: JsonOption = False,
 ) -> None:
     """Records of every scope (or the one named), with their states; no memory text."""
+    # One more than asked, to tell the host whether the list was cut short.
     filters = RecordFilter(
-        tenant=tenant, workspace=workspace, state=None if state is None else state.value, limit=limit
+        tenant=tenant, workspace=workspace, state=None if state is None else state.value, limit=limit + 1
     )
     with opened_engine(home) as (engine, _paths):
-        rows = engine.records(filters)
+        found = engine.records(filters)
+    rows = found[:limit]
+    if len(found) > limit:
+        note_cut_off(limit, "records")
     if as_json:
         sys.stdout.write(json.dumps([record_json(row) for row in rows]) + "\n")
         return

@@ -25,7 +25,7 @@ from engram_memory.engine.admission.policy import PolicyError
 from engram_memory.engine.admission.review import CandidateView, ReviewDecision, ReviewError
 from engram_memory.engine.ports.store import CandidateRow
 from engram_memory.engine.secrets import SecretFinding
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, out, say
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
 from engram_memory.host.compose import current_user
 from engram_memory.host.policy_file import read_policy
 from engram_memory.host.terminal import inline, printable
@@ -104,6 +104,8 @@ def review_list(
         # One more than asked, to tell the host whether the list was cut short.
         rows = engine.review_queue(include_unsent=include_all, limit=limit + 1)
     items = [_candidate_json(row) for row in rows[:limit]]
+    if len(rows) > limit:
+        note_cut_off(limit, "candidates (oldest first)")
     if as_json:
         sys.stdout.write(json.dumps(items) + "\n")
         return
@@ -126,8 +128,6 @@ def review_list(
         details = "\n".join(inline(line) for line in lines) + ("\n" if number < len(items) else "")
         table.add_row(Text(inline(item["candidate_id"])), Text(details))
     out.print(table)
-    if len(rows) > limit:
-        say(f"showing the oldest {limit}; use --limit to see more")
 
 
 # -- review show ----------------------------------------------------------------------------------

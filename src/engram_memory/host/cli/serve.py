@@ -27,7 +27,24 @@ def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
 
 
+# Options that only mean something over HTTP: given without --http they are refused, never ignored.
+_HTTP_ONLY = {
+    "host": "--host",
+    "port": "--port",
+    "allow_remote": "--allow-remote",
+    "header_timeout": "--header-timeout",
+    "body_timeout": "--body-timeout",
+    "max_connections": "--max-connections",
+}
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name != "DEFAULT"
+
+
 def serve(
+    ctx: typer.Context,
     binding: Annotated[str | None, typer.Option("--binding", help="The binding token (else ENGRAM_BINDING).")] = None,
     http: Annotated[
         bool, typer.Option("--http", help="Serve streamable HTTP: each request's bearer token is its binding.")
@@ -67,6 +84,11 @@ def serve(
 
     if http and binding:
         fail("--binding is for stdio: over HTTP every request carries its own bearer token")
+    if not http:
+        ignored = [flag for name, flag in _HTTP_ONLY.items() if _given(ctx, name)]
+        if ignored:
+            verb = "applies" if len(ignored) == 1 else "apply"
+            fail(f"{', '.join(ignored)} {verb} only with --http (serve over stdio takes none of them)")
     try:
         if http:
             refuse_unsafe_address(host, allow_remote)
