@@ -284,3 +284,16 @@ def test_a_runtime_role_added_later_keeps_the_rest_of_the_config(tmp_path: Path,
         assert engine.confirmations() == []  # the runtime role sees no tenant's rows without a call's scope
     with pytest.raises(HomeError, match="runtime role is already"):
         init_home(paths, app_role="someone_else")
+
+
+def test_a_store_that_cannot_be_reached_is_named_with_its_port_and_the_drivers_reason(
+    tmp_path: Path, pg_url: str
+) -> None:
+    paths = HostPaths(home=tmp_path / "home")
+    init_home(paths, pg_url)
+    config = paths.config.read_text(encoding="utf-8")
+    assert pg_url in config
+    paths.config.write_text(config.replace(pg_url, f"postgresql://{OWNER_ROLE}@127.0.0.1:1/engram"), encoding="utf-8")
+    line = assert_one_line_failure(cli("stats", "--home", paths.home))
+    assert line.startswith(ERROR + "cannot connect to PostgreSQL (database engram on 127.0.0.1 port 1: "), line
+    assert "Connection refused" in line

@@ -39,7 +39,32 @@ def _where(url: str) -> str:
     from engram_memory.stores.postgres.connection import url_fields
 
     fields = url_fields(url)
-    return f"database {fields.get('dbname') or '(the default)'} on {fields.get('host') or 'localhost'}"
+    host = fields.get("host") or fields.get("hostaddr") or "localhost"
+    return f"database {fields.get('dbname') or '(the default)'} on {host} port {fields.get('port') or 5432}"
+
+
+# SQLSTATE classes of a failure to connect: connection exceptions, authorization, no such database,
+# the server shutting down or starting. libpq's text for these names the server, never a row.
+_CONNECTING = ("08", "28", "3D", "57P")
+
+
+def connect_failure(url: str, exc: BaseException) -> str | None:
+    """Where and why a connection failed, in libpq's words with the URL's password taken out; None
+    when `exc` is not a failure to connect (its text might then quote data)."""
+    import psycopg
+
+    from engram_memory.stores.postgres.connection import url_fields
+
+    if not isinstance(exc, psycopg.OperationalError):
+        return None
+    state = exc.sqlstate
+    if state is not None and not state.startswith(_CONNECTING):
+        return None
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    password = url_fields(url).get("password")
+    if password:
+        reason = reason.replace(str(password), "***")
+    return f"{_where(url)}: {reason}"
 
 
 def _identity(connection: Any) -> tuple[object, ...]:
@@ -81,8 +106,16 @@ def prepare(settings: StoreSettings) -> None:
     except psycopg.Error as exc:
         raise PostgresHomeError(
             f"the PostgreSQL server could not be reached as the owner ({_where(settings.store)}"
-            f"{' or the vault' if settings.vault else ''}): {type(exc).__name__}"
+            f"{' or the vault' if settings.vault else ''}): {_reason(settings, exc)}"
         ) from exc
+
+
+def _reason(settings: StoreSettings, exc: BaseException) -> str:
+    for url in (settings.store, settings.vault):
+        described = None if url is None else connect_failure(url, exc)
+        if described is not None:
+            return described.split(": ", 1)[1]
+    return type(exc).__name__
 
 
 def install(settings: StoreSettings) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engram_memory.contract.errors import ContractError
+from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.host import postgres_home
 from engram_memory.host.postgres_home import PostgresHomeError
 from engram_memory.host.settings import HomeError
@@ -17,8 +17,9 @@ _BEHIND = "the PostgreSQL schema is older than this version: run 'engram-memory 
 
 
 @contextmanager
-def postgres_home_errors() -> Iterator[None]:
-    """A role or URL problem, or a schema older than this version, as the one-line HomeError of a host command."""
+def postgres_home_errors(url: str | None = None) -> Iterator[None]:
+    """A role or URL problem, a schema older than this version, or (given the URL being opened) a server
+    that cannot be reached, as the one-line HomeError of a host command: where, and libpq's reason."""
     try:
         yield
     except PostgresHomeError as exc:
@@ -26,6 +27,11 @@ def postgres_home_errors() -> Iterator[None]:
     except ContractError as exc:
         if postgres_home.schema_behind(exc):
             raise HomeError(_BEHIND) from exc
+        unreachable = (
+            None if url is None or exc.__cause__ is None else postgres_home.connect_failure(url, exc.__cause__)
+        )
+        if exc.code is ErrorCode.STORE_UNAVAILABLE and unreachable is not None:
+            raise HomeError(f"cannot connect to PostgreSQL ({unreachable})") from exc
         raise
 
 

@@ -53,8 +53,10 @@ class PostgresStoreBackend:
         from engram_memory.stores.postgres.store import PostgresStore
 
         settings = self._settings
-        with postgres_home_errors():
+        url = settings.store
+        with postgres_home_errors(url):
             url = postgres_home.runtime_url(settings, settings.store) if runtime else settings.store
+        with postgres_home_errors(url):
             return PostgresStore(url, pool_size=settings.pool_size, run_migrations=not runtime)
 
     def sizes(self) -> dict[str, int]:

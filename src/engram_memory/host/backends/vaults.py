@@ -56,8 +56,9 @@ class PostgresVaultBackend:
         from engram_memory.stores.postgres.vault import PostgresKeyVault
 
         settings = self._settings
-        with postgres_home_errors():
+        with postgres_home_errors(self._url):
             url = postgres_home.runtime_url(settings, self._url) if runtime else self._url
+        with postgres_home_errors(url):
             return PostgresKeyVault(url, pool_size=settings.pool_size, run_migrations=not runtime)
 
     def counts(self) -> VaultCounts:
