@@ -21,7 +21,7 @@ from engram_memory.engine.lifecycle.housekeeping import sweep_ended_keys
 from engram_memory.engine.lifecycle.shredded import Settled, settle_shredded
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.operations import StateCount
-from engram_memory.engine.ports.rows import AuditRow, CandidateRow, RecordRow, RevocationRow, Scope
+from engram_memory.engine.ports.rows import AuditRow, CandidateRow, IssuedBindingRow, RecordRow, RevocationRow, Scope
 from engram_memory.engine.recall.reindex import RebuildReport, rebuild_from_bodies
 from engram_memory.engine.verify import VerifyReport, verify_store
 
@@ -41,6 +41,10 @@ class StateTallies:
 class Revocation:
     stored: RevocationRow
     already: bool
+
+
+class UnknownBinding(Exception):
+    """A token id this home has no record of issuing (nor of revoking): most likely a typo."""
 
 
 class HostFront:
@@ -140,11 +144,25 @@ class HostFront:
         with self.deps.store.read() as tx:
             yield iter(tx.audit_rows(since_ms, until_ms))
 
-    def revoke_token(self, token_id: str, *, revoked_by: str) -> Revocation:
-        """Revokes a binding's token id; a second revocation keeps the first one's time and person."""
+    def revoke_token(self, token_id: str, *, revoked_by: str, unlisted: bool = False) -> Revocation:
+        """Revokes a binding's token id; a second revocation keeps the first one's time and person.
+
+        Raises UnknownBinding for an id this home never issued, unless `unlisted` (a token signed before
+        homes kept a list of what they issue, or by a copy of the signing key elsewhere)."""
+        vault = self.deps.vault
+        already = vault.is_revoked(token_id)
+        if not (already or unlisted or vault.was_issued(token_id)):
+            raise UnknownBinding(token_id)
         wanted = RevocationRow(token_id=token_id, revoked_at_ms=self.deps.clock.now_ms(), revoked_by=revoked_by)
-        already = self.deps.vault.is_revoked(token_id)
-        return Revocation(self.deps.vault.revoke(wanted), already)
+        return Revocation(vault.revoke(wanted), already)
+
+    def record_binding(self, issued: IssuedBindingRow) -> None:
+        """Keeps the claims of a binding the host just signed, for `bindings list` and `revoke`."""
+        self.deps.vault.record_issued(issued)
+
+    def bindings(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+        """The bindings this home issued, newest first, each with its revocation if it has one."""
+        return self.deps.vault.issued(limit)
 
     # -- restore: settling what a backup cannot bring back -------------------------------------------
     def settle_shredded(self, *, decided_by: str, reason_ref: str) -> Settled:

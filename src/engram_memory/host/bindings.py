@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from engram_memory.contract.binding import TRUST_CLASSES, Binding
 from engram_memory.contract.ids import new_token_id
 from engram_memory.contract.tools import Tool
+from engram_memory.engine.ports.rows import IssuedBindingRow
 from engram_memory.host.keys.files import key_id
 
 ISSUER = "engram-memory/host"
@@ -164,3 +165,22 @@ def verify_binding(public_key: Ed25519PublicKey, token: str) -> Binding:
         return _binding(claims)
     except (KeyError, TypeError) as exc:
         raise BindingError("the binding token's claims are malformed") from exc
+
+
+def issued_row_of(binding: Binding, *, issued_by: str) -> IssuedBindingRow:
+    """What the home keeps of a binding it signed: the claims, never the token."""
+    return IssuedBindingRow(
+        token_id=binding.token_id,
+        tenant=binding.tenant,
+        workspace=binding.workspace,
+        principal=binding.principal,
+        agent_id=binding.agent_id,
+        session=binding.session,
+        purpose_ref=binding.purpose_ref,
+        grants=tuple(sorted(binding.grants)),
+        confirm_mutations=binding.confirm_mutations,
+        trust_class=binding.trust_class,
+        issued_at_ms=binding.issued_at_ms,
+        expires_at_ms=binding.expires_at_ms,
+        issued_by=issued_by,
+    )

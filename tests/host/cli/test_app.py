@@ -437,7 +437,10 @@ def test_bind_prints_exactly_one_token_line(tmp_path: Path) -> None:
     paths = _init(tmp_path / "home")
     done = cli_process("bind", *BIND_ARGS, "--all-tools", "--home", paths.home)
     out = _ok(done)
-    assert done.stderr == ""
+    # The token id (for `revoke`) goes to stderr, so stdout stays exactly the token.
+    assert re.fullmatch(
+        r"engram-memory: token id bind_[a-z2-7]{16} \(revoke with: [^\n]*\), expires [^\n]*\n", done.stderr
+    )
     assert out.endswith("\n")
     assert len(out.splitlines()) == 1
     assert JWT.fullmatch(out.strip())

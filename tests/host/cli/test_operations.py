@@ -255,7 +255,7 @@ def test_serve_refuses_a_store_with_a_cursor_gap(site: Site) -> None:
 
 
 def test_stats_json_counts_states_queues_keys_sizes_and_index_health(site: Site) -> None:
-    _ok(cli("revoke", bind(site.paths).binding.token_id, "--home", site.paths.home))
+    _ok(cli("revoke", bind(site.paths).binding.token_id, "--unlisted", "--home", site.paths.home))
     data = json.loads(_ok(cli("stats", "--json", "--home", site.paths.home)))
     files = data.pop("files")
     if store_kind(site.paths) == POSTGRES:  # sizes of the two databases, as the server reports them
@@ -401,14 +401,14 @@ def test_revoke_json_records_who_and_when_and_is_idempotent(paths: HostPaths) ->
 
 
 def test_revoke_says_what_it_did_for_people(paths: HostPaths) -> None:
-    token_id = bind(paths).binding.token_id
-    said = _ok(cli("revoke", token_id, "--home", paths.home))
+    token_id = bind(paths).binding.token_id  # signed by the key alone: unlisted, as an older version's
+    said = _ok(cli("revoke", token_id, "--unlisted", "--home", paths.home))
     assert said == f"revoked {token_id}: its calls now answer AUTHORIZATION_REVOKED\n"
 
 
 @pytest.mark.parametrize("token_id", ["bind_short", "BIND_AAAAAAAAAAAAAAAA", "bind_aaaaaaaaaaaaaaa1", "eyJhbGciOi.x.y"])
 def test_revoke_refuses_an_id_of_another_shape_in_one_line(paths: HostPaths, token_id: str) -> None:
     line = assert_one_line_failure(cli("revoke", token_id, "--home", paths.home))
-    assert line == ERROR + "a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bind --json`)"
+    assert line == ERROR + "a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bindings list`)"
     with raw_vault(paths) as db:
         assert db.count("revocations") == 0

@@ -203,3 +203,22 @@ class RevocationRow:
     token_id: str
     revoked_at_ms: int
     revoked_by: str
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedBindingRow:
+    """A binding this home signed: its claims, never the token (whoever holds a token can use it)."""
+
+    token_id: str
+    tenant: str
+    workspace: str
+    principal: str
+    agent_id: str
+    session: str
+    purpose_ref: str
+    grants: tuple[str, ...]
+    confirm_mutations: bool
+    trust_class: str
+    issued_at_ms: int
+    expires_at_ms: int
+    issued_by: str

@@ -23,6 +23,7 @@ from engram_memory.engine.ports.rows import (
     IdempotencyRow,
     IndexedDoc,
     IndexStats,
+    IssuedBindingRow,
     JournalEvent,
     RecordRow,
     RevocationRow,
@@ -44,6 +45,7 @@ __all__ = [
     "IdempotencyRow",
     "IndexStats",
     "IndexedDoc",
+    "IssuedBindingRow",
     "JournalEvent",
     "KeyRing",
     "KeyVault",
@@ -220,6 +222,15 @@ class KeyVault(Protocol):
 
     def is_revoked(self, token_id: str) -> bool: ...
     def revocation_count(self) -> int: ...
+    def record_issued(self, row: IssuedBindingRow) -> None:
+        """Keeps a binding's claims as the host signs it (an id is never issued twice)."""
+        ...
+
+    def was_issued(self, token_id: str) -> bool: ...
+    def issued(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+        """The bindings on file, newest first, each with its revocation if it has one."""
+        ...
+
     def owners_created_before(self, at_ms: int) -> list[str]: ...
     def close(self) -> None: ...
 

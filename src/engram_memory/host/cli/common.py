@@ -73,6 +73,11 @@ def note_cut_off(shown: int, what: str) -> None:
     )
 
 
+def warn(text: str) -> None:
+    """A warning for the person at the command, on stderr (the command still succeeds)."""
+    err.print(f"engram-memory: warning: {one_line(text)}", markup=False, highlight=False)
+
+
 def say(text: str) -> None:
     """One line for a person, printed exactly (no markup, no highlighting); a line break or control
     character inside it (from a value an agent chose) is shown as an escape."""

@@ -13,10 +13,11 @@ import typer
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import ALL_TOOLS, tool_from_name
-from engram_memory.host.bindings import BindingError, issue_binding, parse_duration
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, out
+from engram_memory.host.bindings import BindingError, issue_binding, issued_row_of, parse_duration
+from engram_memory.host.cli.common import HomeOption, JsonOption, err, fail, opened_engine, out, warn
 from engram_memory.host.compose import (
     HomeError,
+    current_user,
     init_home,
 )
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
@@ -119,8 +120,16 @@ def bind(
         )
     except (BindingError, KeyFileError) as exc:
         fail(str(exc))
+    b = issued.binding
+    # Kept before the token is shown: `bindings list` and `revoke` know every binding a person holds.
+    with opened_engine(home) as (engine, _paths):
+        try:
+            engine.record_binding(issued_row_of(b, issued_by=current_user()))
+        except ContractError as exc:
+            fail(f"the binding could not be recorded: the store is unavailable ({exc.code.value})")
+    if not grants:
+        warn("the binding grants no tool: the agent will see no memory tools (add --grant TOOL or --all-tools)")
     if as_json:
-        b = issued.binding
         payload = {
             "token": issued.token,
             "token_id": b.token_id,
@@ -138,6 +147,12 @@ def bind(
         sys.stdout.write(json.dumps(payload) + "\n")
     else:
         sys.stdout.write(issued.token + "\n")
+        err.print(
+            f"engram-memory: token id {b.token_id} (revoke with: engram-memory revoke {b.token_id}),"
+            f" expires {format_instant(b.expires_at_ms)}",
+            markup=False,
+            highlight=False,
+        )
 
 
 def demo() -> None:

@@ -23,6 +23,7 @@ from rich.table import Table
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.host_front import UnknownBinding
 from engram_memory.engine.ports.store import AuditRow
 from engram_memory.engine.verify import VerifyReport, problems_json
 from engram_memory.host.cli.common import (
@@ -261,15 +262,25 @@ def audit_export(
 
 
 def revoke(
-    token_id: Annotated[str, typer.Argument(metavar="TOKEN_ID", help="The token_id that `bind --json` printed.")],
+    token_id: Annotated[str, typer.Argument(metavar="TOKEN_ID", help="The token id `bind` printed.")],
+    unlisted: Annotated[
+        bool,
+        typer.Option("--unlisted", help="Revoke an id `bindings list` does not show (a token from an older version)."),
+    ] = False,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Revoke a binding: every later call with it answers AUTHORIZATION_REVOKED, running servers included."""
     if TOKEN_ID_RE.fullmatch(token_id) is None:
-        fail("a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bind --json`)")
+        fail("a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bindings list`)")
     with opened_engine(home) as (engine, _), _store_faults():
-        revocation = engine.revoke_token(token_id, revoked_by=current_user())
+        try:
+            revocation = engine.revoke_token(token_id, revoked_by=current_user(), unlisted=unlisted)
+        except UnknownBinding:
+            fail(
+                f"this home issued no binding {token_id} (see `engram-memory bindings list`); a token signed"
+                " before homes listed their bindings is revoked with --unlisted"
+            )
     stored, already = revocation.stored, revocation.already
     if as_json:
         payload = {

@@ -15,11 +15,12 @@ from contextlib import contextmanager
 import psycopg
 
 from engram_memory.contract.errors import ContractError
-from engram_memory.engine.ports.store import RevocationRow, Scope, WrappedKey
+from engram_memory.engine.ports.store import IssuedBindingRow, RevocationRow, Scope, WrappedKey
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import VAULT_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.store import CONNECT_TIMEOUT_S, SchemaNotCurrent
+from engram_memory.stores.sql.issued import INSERT_ISSUED, ISSUED_NEWEST_FIRST, WAS_ISSUED, issued_row, issued_values
 from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
 
 logger = logging.getLogger(__name__)
@@ -213,6 +214,20 @@ class PostgresKeyVault:
     def revocation_count(self) -> int:
         with self._tx() as db:
             return int(db.execute("SELECT count(*) FROM revocations").fetchone()[0])
+
+    # -- issued bindings ----------------------------------------------------------------------------
+    def record_issued(self, row: IssuedBindingRow) -> None:
+        with self._tx() as db:
+            db.execute(INSERT_ISSUED, issued_values(row))
+
+    def was_issued(self, token_id: str) -> bool:
+        with self._tx() as db:
+            return db.execute(WAS_ISSUED, (token_id,)).fetchone() is not None
+
+    def issued(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+        with self._tx() as db:
+            rows = db.execute(ISSUED_NEWEST_FIRST, (limit,)).fetchall()
+        return [issued_row(row) for row in rows]
 
     def counts(self) -> VaultCounts:
         # Host path (stats): ids counted across tenants, nothing read.

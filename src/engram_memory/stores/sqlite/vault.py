@@ -12,7 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from engram_memory.engine.ports.store import RevocationRow, Scope, WrappedKey
+from engram_memory.engine.ports.store import IssuedBindingRow, RevocationRow, Scope, WrappedKey
+from engram_memory.stores.sql.issued import INSERT_ISSUED, ISSUED_NEWEST_FIRST, WAS_ISSUED, issued_row, issued_values
 from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
 from engram_memory.stores.sqlite.faults import SQLITE
 from engram_memory.stores.sqlite.migrate import migrate
@@ -235,6 +236,23 @@ class SQLiteKeyVault:
     def revocation_count(self) -> int:
         with self._lock, SQLITE.translated():
             return int(self._db.execute("SELECT count(*) FROM revocations").fetchone()[0])
+
+    # -- issued bindings ----------------------------------------------------------------------------
+    def record_issued(self, row: IssuedBindingRow) -> None:
+        with self._lock, SQLITE.translated():
+            db = self._db
+            db.execute(INSERT_ISSUED, issued_values(row))
+
+    def was_issued(self, token_id: str) -> bool:
+        with self._lock, SQLITE.translated():
+            db = self._db
+            return db.execute(WAS_ISSUED, (token_id,)).fetchone() is not None
+
+    def issued(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+        with self._lock, SQLITE.translated():
+            db = self._db
+            rows = db.execute(ISSUED_NEWEST_FIRST, (limit,)).fetchall()
+        return [issued_row(row) for row in rows]
 
     def counts(self) -> VaultCounts:
         """How many data keys the vault holds and how many it destroyed (ids only)."""
