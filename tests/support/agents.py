@@ -54,6 +54,10 @@ class StdioAgent:
     def protocol_version(self) -> str:
         return self._client.protocol_version
 
+    @property
+    def instructions(self) -> str | None:
+        return self._client.instructions
+
     def list_tools(self) -> list[types.Tool]:
         return list(self._portal.call(self._client.list_tools).tools)
 

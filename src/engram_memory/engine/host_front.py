@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from engram_memory.contract.binding import Binding
+from engram_memory.contract.instants import format_instant
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.admission import review
 from engram_memory.engine.admission.review import CandidateView, ReviewDecision
@@ -155,6 +157,14 @@ class HostFront:
             raise UnknownBinding(token_id)
         wanted = RevocationRow(token_id=token_id, revoked_at_ms=self.deps.clock.now_ms(), revoked_by=revoked_by)
         return Revocation(vault.revoke(wanted), already)
+
+    def binding_unusable(self, binding: Binding) -> str | None:
+        """Why every call with this verified binding would be refused now (revoked, expired), or None."""
+        if self.deps.vault.is_revoked(binding.token_id):
+            return "is revoked: every call answers AUTHORIZATION_REVOKED"
+        if binding.expired_at(self.deps.clock.now_ms()):
+            return f"expired at {format_instant(binding.expires_at_ms)}: every call answers AUTHORIZATION_EXPIRED"
+        return None
 
     def record_binding(self, issued: IssuedBindingRow) -> None:
         """Keeps the claims of a binding the host just signed, for `bindings list` and `revoke`."""

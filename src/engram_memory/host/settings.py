@@ -15,6 +15,7 @@ from typing import Any
 
 HOME_ENV = "ENGRAM_HOME"
 BINDING_ENV = "ENGRAM_BINDING"
+BINDING_FILE_ENV = "ENGRAM_BINDING_FILE"
 DEFAULT_HOME = Path("~/.local/share/engram-memory")
 HOUSEKEEPING_INTERVAL_S = 60.0  # serve: seconds between automatic expiry and key sweeps
 SQLITE_STORE = "sqlite"

@@ -37,8 +37,15 @@ def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
     )
 
 
-def build_server(engine: Engine, binding_source: BindingSource) -> Server[Any]:
-    """`binding_source` gives the verified binding of the request (fixed for stdio, per request on HTTP)."""
+def tools_off_note(reason: str) -> str:
+    """What the instructions add when the server lists no memory tools, so the agent can tell its user."""
+    return f"Memory tools are off on this server ({reason}): tell the user the host must start it with a valid binding."
+
+
+def build_server(engine: Engine, binding_source: BindingSource, *, tools_off: str | None = None) -> Server[Any]:
+    """`binding_source` gives the verified binding of the request (fixed for stdio, per request on HTTP).
+    `tools_off`: why this server lists no memory tools (stdio without a usable binding), told to the
+    client in the instructions so that the agent can tell its user instead of guessing."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
@@ -62,7 +69,7 @@ def build_server(engine: Engine, binding_source: BindingSource) -> Server[Any]:
         SERVER_NAME,
         version=__version__,
         title="Engram memory",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS if tools_off is None else f"{INSTRUCTIONS} {tools_off_note(tools_off)}",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

@@ -5,14 +5,19 @@ cannot be revoked by a typo."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from engram_memory.contract.instants import parse_instant
 from engram_memory.host.compose import current_user
 from engram_memory.host.settings import HostPaths
-from tests.host.clirun import Done, assert_one_line_failure, cli
+from tests.host.clirun import Done, LoggedAgent, assert_one_line_failure, cli
+from tests.support.agents import StdioAgent
 from tests.support.homes import bind
+from tests.support.payloads import PURPOSE
 from tests.support.raw import raw_vault
 
 ERROR = "engram-memory: error: "
@@ -119,3 +124,70 @@ def test_an_unlisted_token_is_revoked_with_unlisted_and_then_known(paths: HostPa
     assert said["token_id"] == token_id and said["already_revoked"] is False
     again = json.loads(_ok(cli("revoke", token_id, "--json", "--home", paths.home)))  # known now: revoked
     assert again["already_revoked"] is True
+
+
+# -- serve: what a binding that cannot work says ---------------------------------------------------
+
+
+@pytest.mark.stdio
+def test_an_unbound_server_says_why_in_its_instructions(sqlite_paths: HostPaths) -> None:
+    with StdioAgent(sqlite_paths.home, None) as agent:
+        assert agent.list_tools() == []
+        assert agent.instructions is not None
+        assert agent.instructions.endswith(
+            "Memory tools are off on this server (no binding given (--binding or ENGRAM_BINDING)): tell the user"
+            " the host must start it with a valid binding."
+        )
+    with StdioAgent(sqlite_paths.home, "not-a-token") as agent:
+        assert agent.instructions is not None and "Memory tools are off on this server" in agent.instructions
+    token = bind(sqlite_paths).token
+    with StdioAgent(sqlite_paths.home, token) as agent:
+        assert agent.instructions is not None and "Memory tools are off" not in agent.instructions
+
+
+@pytest.mark.stdio
+def test_serve_names_an_expired_or_revoked_binding_instead_of_verified(sqlite_paths: HostPaths, tmp_path: Path) -> None:
+    expired = bind(sqlite_paths, lifetime_s=60, now_s=int(time.time()) - 3_600)
+    log = tmp_path / "expired.stderr"
+    with LoggedAgent(sqlite_paths.home, log, env={"ENGRAM_BINDING": expired.token}) as agent:
+        assert agent.error_code("engram_memory_search", {"query": "x", "purpose_ref": PURPOSE}) == (
+            "AUTHORIZATION_EXPIRED"
+        )
+    (line,) = log.read_text(encoding="utf-8").splitlines()
+    assert line.startswith(f"engram-memory: WARNING binding {expired.binding.token_id} expired at ")
+    assert line.endswith(": every call answers AUTHORIZATION_EXPIRED")
+    revoked = bind(sqlite_paths)
+    _ok(cli("revoke", revoked.binding.token_id, "--unlisted", "--home", sqlite_paths.home))
+    log = tmp_path / "revoked.stderr"
+    with LoggedAgent(sqlite_paths.home, log, env={"ENGRAM_BINDING": revoked.token}):
+        pass
+    assert log.read_text(encoding="utf-8").splitlines() == [
+        f"engram-memory: WARNING binding {revoked.binding.token_id} is revoked: every call answers"
+        " AUTHORIZATION_REVOKED"
+    ]
+
+
+@pytest.mark.stdio
+def test_serve_reads_its_binding_from_a_file(sqlite_paths: HostPaths, tmp_path: Path) -> None:
+    issued = bind(sqlite_paths)
+    token_file = tmp_path / "binding.jwt"
+    token_file.write_text(issued.token + "\n", encoding="utf-8")
+    log = tmp_path / "serve.stderr"
+    with LoggedAgent(sqlite_paths.home, log, "--binding-file", str(token_file)) as agent:
+        assert len(agent.list_tools()) == 6
+    assert log.read_text(encoding="utf-8").splitlines() == [
+        f"engram-memory: INFO serving over stdio; binding {issued.binding.token_id} verified"
+    ]
+    with LoggedAgent(sqlite_paths.home, log, env={"ENGRAM_BINDING_FILE": str(token_file)}) as agent:
+        assert len(agent.list_tools()) == 6
+
+
+def test_serve_refuses_a_binding_file_it_cannot_use_in_one_line(sqlite_paths: HostPaths, tmp_path: Path) -> None:
+    missing = assert_one_line_failure(cli("serve", "--binding-file", tmp_path / "nope", "--home", sqlite_paths.home))
+    assert missing.startswith(ERROR + f"cannot read the binding file {tmp_path / 'nope'}: No such file")
+    empty = tmp_path / "empty"
+    empty.write_text("\n", encoding="utf-8")
+    line = assert_one_line_failure(cli("serve", "--binding-file", empty, "--home", sqlite_paths.home))
+    assert line == ERROR + f"the binding file {empty} is empty"
+    both = assert_one_line_failure(cli("serve", "--binding", "x", "--binding-file", empty, "--home", sqlite_paths.home))
+    assert both == ERROR + "give the binding once: --binding or --binding-file, not both"

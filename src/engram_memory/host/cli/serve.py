@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import anyio
@@ -19,7 +20,12 @@ from engram_memory.host.compose import (
 )
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
 from engram_memory.host.serve.http_guard import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, MAX_CONNECTIONS, GuardSettings
-from engram_memory.host.settings import HOUSEKEEPING_INTERVAL_S, binding_from_environment, resolve_home
+from engram_memory.host.settings import (
+    BINDING_FILE_ENV,
+    HOUSEKEEPING_INTERVAL_S,
+    binding_from_environment,
+    resolve_home,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -38,14 +44,53 @@ _HTTP_ONLY = {
 }
 
 
-def _given(ctx: typer.Context, name: str) -> bool:
+def _checked_binding(ctx: typer.Context, http: bool, binding: str | None, binding_file: Path | None) -> str | None:
+    """The stdio binding token the options give (refusing options that mean nothing in the mode asked for)."""
+    file_flag = binding_file is not None and _given(ctx, "binding_file", only_flags=True)
+    if http and (binding or file_flag):
+        fail("--binding is for stdio: over HTTP every request carries its own bearer token")
+    if binding and file_flag:
+        fail("give the binding once: --binding or --binding-file, not both")
+    if not http:
+        ignored = [flag for name, flag in _HTTP_ONLY.items() if _given(ctx, name)]
+        if ignored:
+            verb = "applies" if len(ignored) == 1 else "apply"
+            fail(f"{', '.join(ignored)} {verb} only with --http (serve over stdio takes none of them)")
+    if binding_file is not None and not binding and not http:
+        return _read_binding_file(binding_file)
+    return binding
+
+
+def _read_binding_file(path: Path) -> str:
+    try:
+        token = path.expanduser().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read the binding file {path}: {getattr(exc, 'strerror', None) or type(exc).__name__}")
+    if not token:
+        fail(f"the binding file {path} is empty")
+    return token
+
+
+def _given(ctx: typer.Context, name: str, *, only_flags: bool = False) -> bool:
+    """Whether the person set the option (on the command line, or also by its variable)."""
     source = ctx.get_parameter_source(name)
-    return source is not None and source.name != "DEFAULT"
+    if source is None:
+        return False
+    return source.name == "COMMANDLINE" if only_flags else source.name != "DEFAULT"
 
 
 def serve(
     ctx: typer.Context,
     binding: Annotated[str | None, typer.Option("--binding", help="The binding token (else ENGRAM_BINDING).")] = None,
+    binding_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--binding-file",
+            envvar=BINDING_FILE_ENV,
+            help="A file holding the binding token, so that it need not sit in a client's config.",
+            show_envvar=True,
+        ),
+    ] = None,
     http: Annotated[
         bool, typer.Option("--http", help="Serve streamable HTTP: each request's bearer token is its binding.")
     ] = False,
@@ -82,13 +127,7 @@ def serve(
     from engram_memory.host.serve.stdio import serve_with_housekeeping
     from engram_memory.mcp.server import build_server
 
-    if http and binding:
-        fail("--binding is for stdio: over HTTP every request carries its own bearer token")
-    if not http:
-        ignored = [flag for name, flag in _HTTP_ONLY.items() if _given(ctx, name)]
-        if ignored:
-            verb = "applies" if len(ignored) == 1 else "apply"
-            fail(f"{', '.join(ignored)} {verb} only with --http (serve over stdio takes none of them)")
+    binding = _checked_binding(ctx, http, binding, binding_file)
     try:
         if http:
             refuse_unsafe_address(host, allow_remote)
@@ -113,11 +152,16 @@ def serve(
                 )
                 return
             verified, reason = verify_token(paths, binding_from_environment(binding))
+            unusable = None if verified is None else owner.binding_unusable(verified)
             if reason is not None:
                 log.warning(reason)
+            elif unusable is not None and verified is not None:
+                log.warning("binding %s %s", verified.token_id, unusable)
             else:
                 log.info("serving over stdio; binding %s verified", verified.token_id if verified else "-")
-            anyio.run(serve_with_housekeeping, build_server(agents, lambda _ctx: verified), owner, housekeeping_every)
+            tools_off = None if reason is None else reason.split(": memory tools are off")[0]
+            server = build_server(agents, lambda _ctx: verified, tools_off=tools_off)
+            anyio.run(serve_with_housekeeping, server, owner, housekeeping_every)
     except ListenError as exc:
         fail(str(exc))
     except (HomeError, KeyFileError) as exc:
