@@ -162,7 +162,7 @@ def run_conversations(conversations: list[Conversation], channels: str) -> dict[
         init_home(paths)
         with open_engine(paths, semantic=channels == "hybrid") as engine:
             if channels == "hybrid" and engine.deps.semantic is None:
-                raise SystemExit("--channels hybrid needs the semantic extra: pip install 'engram-memory[semantic]'")
+                raise SystemExit("--channels hybrid needs the semantic extra: pip install '.[semantic]'")
             if engine.deps.semantic is not None:
                 engine.deps.semantic.warm()  # loading the models is not ingest
             for n, conversation in enumerate(conversations):
