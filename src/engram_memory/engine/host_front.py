@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from engram_memory.contract.binding import Binding
+from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.admission import review
@@ -43,6 +44,9 @@ class StateTallies:
 class Revocation:
     stored: RevocationRow
     already: bool
+
+
+_PROBE = Scope(tenant="readiness-probe", workspace="readiness-probe")
 
 
 class UnknownBinding(Exception):
@@ -157,6 +161,16 @@ class HostFront:
             raise UnknownBinding(token_id)
         wanted = RevocationRow(token_id=token_id, revoked_at_ms=self.deps.clock.now_ms(), revoked_by=revoked_by)
         return Revocation(vault.revoke(wanted), already)
+
+    def ready(self) -> bool:
+        """Whether the store and the key vault answer now (a load balancer's readiness probe)."""
+        try:
+            with self.deps.store.read() as tx:
+                tx.head(_PROBE)  # one indexed read: the store answers queries, not only connections
+            self.deps.vault.revocation_count()
+        except ContractError:
+            return False
+        return True
 
     def binding_unusable(self, binding: Binding) -> str | None:
         """Why every call with this verified binding would be refused now (revoked, expired), or None."""

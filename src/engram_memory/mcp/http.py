@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp.server import Server
@@ -23,7 +23,7 @@ from pydantic import ConfigDict
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram_memory.contract.binding import Binding
@@ -151,10 +151,13 @@ def transport_security(host: str, port: int) -> TransportSecuritySettings:
     )
 
 
-def build_http_app(server: Server[Any], check: TokenCheck, *, host: str, port: int) -> Starlette:
+def build_http_app(
+    server: Server[Any], check: TokenCheck, *, host: str, port: int, extra_routes: Sequence[BaseRoute] = ()
+) -> Starlette:
     """The ASGI app serving `server` at /mcp; `check` turns a bearer token into its verified binding or None.
 
-    `server` must have been built with `request_binding` as its binding source.
+    `server` must have been built with `request_binding` as its binding source. `extra_routes` (the
+    host's health checks) are served beside it without a binding: they must reveal nothing.
     """
     manager = StreamableHTTPSessionManager(
         app=server,
@@ -167,5 +170,5 @@ def build_http_app(server: Server[Any], check: TokenCheck, *, host: str, port: i
         Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(BindingTokenVerifier(check))),
         Middleware(AuthContextMiddleware),
     ]
-    routes = [Route(MCP_PATH, endpoint=RequireBinding(StreamableHTTPASGIApp(manager)))]
+    routes: list[BaseRoute] = [Route(MCP_PATH, endpoint=RequireBinding(StreamableHTTPASGIApp(manager))), *extra_routes]
     return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: manager.run())

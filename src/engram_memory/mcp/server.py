@@ -7,6 +7,7 @@ envelope sent as `structuredContent` plus the same JSON as text, with `isError =
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,8 @@ from engram_memory.mcp.tools import INSTRUCTIONS, tool_definitions
 SERVER_NAME = "engram-memory"
 
 BindingSource = Callable[[ServerRequestContext[Any]], Binding | None]
+# Told of every tool call once answered: its tool name, its outcome ("ok" or the error code), its seconds.
+CallObserver = Callable[[str, str, float], None]
 
 
 def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
@@ -42,7 +45,13 @@ def tools_off_note(reason: str) -> str:
     return f"Memory tools are off on this server ({reason}): tell the user the host must start it with a valid binding."
 
 
-def build_server(engine: Engine, binding_source: BindingSource, *, tools_off: str | None = None) -> Server[Any]:
+def build_server(
+    engine: Engine,
+    binding_source: BindingSource,
+    *,
+    tools_off: str | None = None,
+    observe: CallObserver | None = None,
+) -> Server[Any]:
     """`binding_source` gives the verified binding of the request (fixed for stdio, per request on HTTP).
     `tools_off`: why this server lists no memory tools (stdio without a usable binding), told to the
     client in the instructions so that the agent can tell its user instead of guessing."""
@@ -56,13 +65,19 @@ def build_server(engine: Engine, binding_source: BindingSource, *, tools_off: st
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         binding = binding_source(ctx)
+        started = time.perf_counter()
         try:
             if params.name in GROUPED_TOOLS:
                 envelope = await groups.answer(AgentCall(binding, params.name, params.arguments))
             else:
                 envelope = await anyio.to_thread.run_sync(engine.handle, binding, params.name, params.arguments)
         except ProtocolFault as fault:
+            if observe is not None:
+                observe(params.name, "protocol_error", time.perf_counter() - started)
             raise MCPError(code=fault.code, message=fault.message) from None
+        if observe is not None:
+            outcome = "ok" if envelope["ok"] else str(envelope["error"]["code"])
+            observe(params.name, outcome, time.perf_counter() - started)
         return tool_result(envelope)
 
     return Server(

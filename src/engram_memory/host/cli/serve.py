@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +19,7 @@ from engram_memory.host.compose import (
 )
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
 from engram_memory.host.serve.http_guard import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, MAX_CONNECTIONS, GuardSettings
+from engram_memory.host.serve.logs import FORMATS, LEVELS, configure
 from engram_memory.host.settings import (
     BINDING_FILE_ENV,
     HOUSEKEEPING_INTERVAL_S,
@@ -41,6 +41,8 @@ _HTTP_ONLY = {
     "header_timeout": "--header-timeout",
     "body_timeout": "--body-timeout",
     "max_connections": "--max-connections",
+    "metrics_port": "--metrics-port",
+    "access_log": "--access-log",
 }
 
 
@@ -117,10 +119,23 @@ def serve(
     max_connections: Annotated[
         int, typer.Option("--max-connections", min=1, help="With --http: open connections at most.")
     ] = MAX_CONNECTIONS,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option("--metrics-port", min=0, max=65535, help="With --http: Prometheus metrics on 127.0.0.1:PORT."),
+    ] = None,
+    access_log: Annotated[
+        bool, typer.Option("--access-log", help="With --http: one log line per request (never a header or body).")
+    ] = False,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
+    log_format: Annotated[str, typer.Option("--log-format", help="text, or json (one object a line).")] = "text",
     home: HomeOption = None,
 ) -> None:
     """Serve MCP over stdio (one binding), or over streamable HTTP with --http (a binding per request)."""
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="engram-memory: %(levelname)s %(message)s")
+    if log_level.lower() not in LEVELS:
+        fail(f"--log-level takes one of {', '.join(LEVELS)}")
+    if log_format.lower() not in FORMATS:
+        fail(f"--log-format takes one of {', '.join(FORMATS)}")
+    configure(log_level.lower(), log_format.lower())
     log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
     from engram_memory.host.serve.http import ListenError, refuse_unsafe_address, serve_http
@@ -149,6 +164,8 @@ def serve(
                     port=port,
                     housekeeping_every_s=housekeeping_every,
                     settings=guard,
+                    metrics_port=metrics_port,
+                    access_log=access_log,
                 )
                 return
             verified, reason = verify_token(paths, binding_from_environment(binding))

@@ -24,6 +24,7 @@ from engram_memory.contract.binding import Binding
 from engram_memory.engine.engine import Engine
 from engram_memory.host.bindings import BindingError, verify_binding
 from engram_memory.host.serve.http_guard import ConnectionGuard, GuardSettings, descriptor_budget, guarded_protocol
+from engram_memory.host.serve.observability import AccessLog, Metrics, health_routes
 from engram_memory.host.serve.stdio import housekeeping_loop
 from engram_memory.mcp.http import MCP_PATH, TokenCheck, build_http_app, is_loopback, request_binding
 from engram_memory.mcp.log_budget import BudgetFilter, OneLineFor
@@ -114,10 +115,13 @@ def serve_http(
     port: int,
     housekeeping_every_s: float,
     settings: GuardSettings = DEFAULT_GUARD,
+    metrics_port: int | None = None,
+    access_log: bool = False,
 ) -> None:
     """Serves until SIGINT or SIGTERM. Raises ListenError when the address cannot be bound.
 
-    `agents` answers the calls (the runtime role on PostgreSQL); `owner` runs the housekeeping.
+    `agents` answers the calls (the runtime role on PostgreSQL); `owner` runs the housekeeping and the
+    readiness probe. `metrics_port`: serve Prometheus metrics on 127.0.0.1 there (0 picks a port).
     """
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every stateless request at INFO
     for name in ("uvicorn.error", "asyncio"):  # lines a client causes: a bad request, an accept error
@@ -126,10 +130,20 @@ def serve_http(
     sock = listen(host, port)
     try:
         bound_port = int(sock.getsockname()[1])
-        app = build_http_app(build_server(agents, request_binding), token_check(public_key), host=host, port=bound_port)
+        metrics = Metrics()
+        server = build_server(agents, request_binding, observe=metrics.observe_call)
+        app = build_http_app(
+            server, token_check(public_key), host=host, port=bound_port, extra_routes=health_routes(owner)
+        )
+        if metrics_port is not None:
+            try:
+                served_on = metrics.serve(metrics_port)
+            except OSError as exc:
+                raise ListenError(f"cannot serve metrics on 127.0.0.1:{metrics_port}: {exc.strerror or exc}") from exc
+            logger.info("serving Prometheus metrics at http://127.0.0.1:%d/metrics", served_on)
         guard = ConnectionGuard(replace(settings, max_connections=descriptor_budget(settings.max_connections)))
         config = uvicorn.Config(
-            app,
+            AccessLog(app, metrics, log=access_log),
             http=guarded_protocol(guard),
             lifespan="on",
             log_config=None,
