@@ -22,7 +22,9 @@ from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, 
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.store import JournalEvent, RecordRow
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
+from engram_memory.host.cli.records_search import search_command
 from engram_memory.host.compose import current_user
+from engram_memory.host.reads import HostReadRefused, read_record
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The record id (mem_...).")]
 ReasonOption = Annotated[
@@ -68,6 +70,7 @@ def register(app: typer.Typer) -> None:
     group.command("expire-due")(expire_due_command)
     group.command("list")(list_command)
     group.command("show")(show_command)
+    group.command("search")(search_command)
 
 
 # -- JSON shapes --------------------------------------------------------------------------------
@@ -354,23 +357,39 @@ def list_command(
     out.print(table, markup=False, highlight=False)
 
 
-def show_command(record_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """One record's metadata and its state history from the journal (never its text)."""
+def show_command(
+    record_id: IdArgument,
+    text: Annotated[
+        bool, typer.Option("--text", help="Also decrypt and show its text and citations (an audited host read).")
+    ] = False,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One record's metadata and its state history from the journal; with --text, what it says."""
+    content: dict[str, Any] | None = None
     with opened_engine(home) as (engine, _paths):
         try:
             details = engine.record_details(record_id)
         except MaintenanceRefused as refusal:
             fail(str(refusal))
+        if text:
+            scope = details.record.scope
+            try:
+                content = read_record(engine, scope.tenant, scope.workspace, record_id, read_by=current_user())
+            except HostReadRefused as refused:
+                fail(f"the record's text cannot be read: {refused} (only a current record is readable)")
     shown = {
         **record_json(details.record),
         "supersedes": list(details.supersedes),
         "history": [_history_json(event) for event in details.history],
     }
+    if content is not None:
+        shown["content"] = {key: content[key] for key in ("components", "primary_component_id", "citations")}
     if as_json:
         sys.stdout.write(json.dumps(shown) + "\n")
         return
     for name, value in shown.items():
-        if name not in ("history", "supersedes"):
+        if name not in ("history", "supersedes", "content"):
             say(f"{name}: {'-' if value is None else value}")
     say(f"supersedes: {', '.join(details.supersedes) or '-'}")
     say("history:")
@@ -380,3 +399,13 @@ def show_command(record_id: IdArgument, home: HomeOption = None, as_json: JsonOp
             f"  {item['cursor']:>6}  {item['at']}  {item['operation']}: {item['from_state'] or '-'} -> "
             f"{item['to_state']} by {item['actor'].get('principal', '?')}{reason}"
         )
+    if content is not None:
+        say("text:")
+        for component in content["components"]:
+            cited = ", ".join(component.get("citation_ids", []))
+            say(f"  [{component['kind']}] {component['text']}" + (f"  (cites {cited})" if cited else ""))
+        say("citations:")
+        for citation in content["citations"]:
+            locator = citation.get("locator") or {}
+            where = f"{locator.get('scheme', '')}:{locator.get('value', '')}"
+            say(f"  {citation['citation_id']}: {citation['source_ref']} {where}")

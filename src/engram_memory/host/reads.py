@@ -1,0 +1,67 @@
+"""The host reading what its agents remember: through the agents' own search and get, under a binding the
+host makes for itself, so a host read sees exactly what an agent of the scope would, and is audited as
+one (principal `host:<user>`, token id `host-read`).
+
+The binding is made here, never signed: it exists only inside this process, for one command.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engram_memory.contract.binding import Binding
+from engram_memory.contract.tools import Tool
+from engram_memory.engine.engine import Engine
+
+HOST_READ_TOKEN_ID = "host-read"  # noqa: S105 - an id in the audit log, not a secret
+HOST_READ_AGENT = "engram-memory-cli"
+HOST_READ_PURPOSE = "purpose:host-read"
+
+
+class HostReadRefused(Exception):
+    """The read was answered with an error code (the record is gone, the scope is stale…): one line."""
+
+
+def host_binding(tenant: str, workspace: str, *, read_by: str) -> Binding:
+    now_ms = int(time.time() * 1000)
+    return Binding(
+        token_id=HOST_READ_TOKEN_ID,
+        tenant=tenant,
+        workspace=workspace,
+        principal=read_by,
+        agent_id=HOST_READ_AGENT,
+        session="cli",
+        purpose_ref=HOST_READ_PURPOSE,
+        grants=frozenset({Tool.SEARCH.value, Tool.GET.value}),
+        confirm_mutations=False,
+        issued_at_ms=now_ms,
+        expires_at_ms=now_ms + 600_000,
+    )
+
+
+def _value(engine: Engine, binding: Binding, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    envelope = engine.handle(binding, tool.value, {**arguments, "purpose_ref": HOST_READ_PURPOSE})
+    if not envelope["ok"]:
+        raise HostReadRefused(str(envelope["error"]["code"]))
+    value: dict[str, Any] = envelope["output"]["value"]
+    return value
+
+
+def read_record(engine: Engine, tenant: str, workspace: str, record_id: str, *, read_by: str) -> dict[str, Any]:
+    """The record as `get` gives it (text, citations, provenance). Raises HostReadRefused."""
+    record: dict[str, Any] = _value(
+        engine, host_binding(tenant, workspace, read_by=read_by), Tool.GET, {"record_id": record_id}
+    )["record"]
+    return record
+
+
+def search_records(
+    engine: Engine, tenant: str, workspace: str, query: str, *, limit: int, read_by: str
+) -> list[dict[str, Any]]:
+    """The packets `search` gives for the query in the scope, best first. Raises HostReadRefused."""
+    value = _value(
+        engine, host_binding(tenant, workspace, read_by=read_by), Tool.SEARCH, {"query": query, "limit": limit}
+    )
+    records: list[dict[str, Any]] = value["records"]
+    return records
