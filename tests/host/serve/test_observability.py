@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import assert_one_line_failure, cli
-from tests.support.homes import bind
+from tests.support.homes import bind, engine_for
 from tests.support.http_agents import HttpAgent, HttpServer
 from tests.support.payloads import PURPOSE
 
@@ -117,3 +117,10 @@ def test_serve_refuses_bad_observability_options_in_one_line(
     sqlite_paths: HostPaths, args: tuple[str, ...], reason: str
 ) -> None:
     assert assert_one_line_failure(cli("serve", *args, "--home", sqlite_paths.home)) == ERROR + reason
+
+
+def test_readiness_is_false_once_the_store_no_longer_answers(paths: HostPaths) -> None:
+    with engine_for(paths) as engine:
+        assert engine.ready() is True
+        engine.deps.store.close()  # what a lost database looks like to the process: a store that cannot answer
+        assert engine.ready() is False
