@@ -15,7 +15,18 @@ from typing import Annotated
 import typer
 
 from engram_memory import __version__
-from engram_memory.host.cli import bindings, confirmations, home, keys, operations, records, reindex, review, serve
+from engram_memory.host.cli import (
+    bindings,
+    confirmations,
+    home,
+    keys,
+    operations,
+    records,
+    reindex,
+    review,
+    serve,
+    transfer,
+)
 from engram_memory.host.cli.common import GLOBAL_HOME, err, one_line, say
 
 app = typer.Typer(
@@ -25,7 +36,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for module in (home, bindings, serve, confirmations, review, records, operations, keys, reindex):
+for module in (home, bindings, serve, confirmations, review, records, transfer, operations, keys, reindex):
     module.register(app)
 
 

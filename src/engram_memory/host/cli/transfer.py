@@ -1,0 +1,121 @@
+"""`engram-memory export` and `engram-memory import`: a workspace's memories out as JSON lines or Markdown,
+and memories in (an export file, or a folder of Markdown notes) through the admission policy."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.host.cli.common import HomeOption, JsonOption, err, fail, opened_engine, say
+from engram_memory.host.compose import current_user
+from engram_memory.host.reads import HostReadRefused
+from engram_memory.host.transfer import (
+    TransferError,
+    export_lines,
+    import_memories,
+    markdown_of,
+    memories_of_jsonl,
+    memories_of_notes,
+)
+
+FORMATS = ("jsonl", "markdown")
+Tenant = Annotated[str, typer.Option("--tenant")]
+Workspace = Annotated[str, typer.Option("--workspace")]
+
+
+def register(app: typer.Typer) -> None:
+    """Adds this module's commands to the main `engram-memory` app."""
+    app.command("export")(export_command)
+    app.command("import")(import_command)
+
+
+def export_command(
+    tenant: Tenant,
+    workspace: Workspace,
+    form: Annotated[str, typer.Option("--format", help="jsonl (re-importable) or markdown (for people).")] = "jsonl",
+    output: Annotated[Path | None, typer.Option("--output", help="Write to FILE (0600) instead of stdout.")] = None,
+    home: HomeOption = None,
+) -> None:
+    """Export a workspace's current memories with citations and provenance (audited host reads)."""
+    if form not in FORMATS:
+        fail(f"--format takes one of {', '.join(FORMATS)}")
+    with opened_engine(home) as (engine, _paths):
+        sink: IO[str] = sys.stdout
+        try:
+            if output is not None:
+                output.touch(mode=0o600, exist_ok=True)
+                sink = output.open("w", encoding="utf-8")
+            count = 0
+            if form == "markdown":
+                sink.write(f"# Memories of {tenant}/{workspace}\n\n")
+            for line in export_lines(engine, tenant, workspace, read_by=current_user()):
+                sink.write(
+                    markdown_of(line) + "\n" if form == "markdown" else json.dumps(line, ensure_ascii=False) + "\n"
+                )
+                count += 1
+        except (HostReadRefused, ContractError) as exc:
+            fail(f"the export stopped: {getattr(exc, 'code', exc)}")
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror or exc}")
+        finally:
+            if sink is not sys.stdout:
+                sink.close()
+    if output is not None:
+        say(f"exported {count} memories of {tenant}/{workspace} to {output}")
+
+
+def import_command(
+    source: Annotated[
+        Path, typer.Argument(metavar="FILE_OR_FOLDER", help="An export file, or a folder of *.md notes.")
+    ],
+    tenant: Tenant,
+    workspace: Workspace,
+    purpose: Annotated[
+        str, typer.Option("--purpose", help="For Markdown notes: the purpose_ref their memories serve.")
+    ] = "purpose:notes",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Import memories through capture and the admission policy; running it again changes nothing."""
+    try:
+        memories = list(memories_of_notes(source, purpose)) if source.is_dir() else list(memories_of_jsonl(source))
+    except TransferError as exc:
+        fail(str(exc))
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read {source}: {getattr(exc, 'strerror', None) or type(exc).__name__}")
+    done = {"n": 0}
+
+    def progress(count: int) -> None:
+        done["n"] += count
+        if not as_json:
+            err.print(f"engram-memory: imported {done['n']} of {len(memories)}", markup=False, highlight=False)
+
+    with opened_engine(home) as (engine, _paths):
+        try:
+            report = import_memories(engine, tenant, workspace, memories, imported_by=current_user(), progress=progress)
+        except TransferError as exc:
+            fail(str(exc))
+        except ContractError as exc:
+            fail(f"the import stopped ({exc.code.value}); running it again is safe")
+    summary = {
+        "memories": report.total,
+        "accepted": report.accepted,
+        "already_current": report.already,
+        "pending_review": report.pending,
+        "rejected": report.rejected,
+        "refused": report.refused,
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+        return
+    refused = ", ".join(f"{n} {code}" for code, n in sorted(report.refused.items())) or "none"
+    say(
+        f"imported {report.total} memories into {tenant}/{workspace}: {report.accepted} accepted,"
+        f" {report.already} already current, {report.pending} waiting for review, {report.rejected} rejected;"
+        f" refused: {refused}"
+    )
