@@ -7,7 +7,7 @@ or the clock itself, so a command cannot skip the lifecycle, the journal or the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -193,7 +193,7 @@ class HostFront:
         """Ends every body whose data key the vault destroyed: records tombstoned, candidates withdrawn."""
         return settle_shredded(self.deps, decided_by=decided_by, reason_ref=reason_ref)
 
-    def rebuild_indexes(self) -> RebuildReport:
+    def rebuild_indexes(self, progress: Callable[[int, int], None] | None = None) -> RebuildReport:
         """Opens every body left, indexing (and embedding) the accepted_current records, and counts the
-        bodies that did not open."""
-        return rebuild_from_bodies(self.deps)
+        bodies that did not open; `progress(done, total)` is told as it goes."""
+        return rebuild_from_bodies(self.deps, progress)

@@ -32,7 +32,7 @@ from engram_memory.host.compose import open_store, open_vault, store_settings
 from engram_memory.host.keys.files import backup_key, load_keyring, load_mac_keys
 from engram_memory.host.recovery.archive import CHUNK_BYTES, TAG_BYTES, open_archive, seal_archive
 from engram_memory.host.recovery.manifest import JOURNAL_ROOT_DOMAIN
-from engram_memory.host.recovery.restore import RESTORE_REASON
+from engram_memory.host.recovery.restore import RESTORE_REASON, restore_home
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
 from tests.host.clirun import assert_one_line_failure, cli
@@ -171,6 +171,21 @@ def test_restore_after_wipe_gives_the_same_search_ids_and_every_body_opens(backe
         for record_id in ids:
             assert agent.get(record_id)["ok"], record_id
         assert agent.admit(pending)["status"] == "accepted"  # the candidate's body opened too
+
+
+def test_restore_reports_its_progress_through_every_body(backed: Backed) -> None:
+    paths, archive = backed.paths, backed.archive
+    _wipe_store(paths)
+    seen: list[tuple[int, int]] = []
+    report = restore_home(
+        paths, archive, decided_by="host:test", progress=lambda done, total: seen.append((done, total))
+    )
+    bodies = len(backed.ids) + 1  # the records and the pending candidate
+    assert seen and seen[-1] == (bodies, bodies)
+    assert all(total == bodies for _done, total in seen) and [done for done, _ in seen] == sorted(
+        done for done, _ in seen
+    )
+    assert report.indexed == len(backed.ids)
 
 
 def test_restore_into_a_store_that_init_made_empty_succeeds(backed: Backed) -> None:

@@ -42,6 +42,8 @@ LEXICAL_BATCH = 500
 SEMANTIC_BATCH = 64
 # Model threads of a re-embedding: it runs alone (no admissions share the cores), so one per core.
 REEMBED_THREADS = 2
+# Bodies opened between two progress reports of a rebuild (a restore's, about 0.1-7 ms each).
+REBUILD_PROGRESS_EVERY = 200
 
 _CURRENT = RecordState.ACCEPTED_CURRENT.value
 _T = TypeVar("_T")
@@ -214,17 +216,20 @@ class RebuildReport:
     unopened: int
 
 
-def rebuild_from_bodies(deps: Deps) -> RebuildReport:
+def rebuild_from_bodies(deps: Deps, progress: Callable[[int, int], None] | None = None) -> RebuildReport:
     """The derived indexes of a store that carries none (a restore's working copy), from its bodies.
 
     Every body must open: one that does not is counted, so the caller can refuse the whole store rather
     than serve one whose index silently lacks a memory. Vectors are embedded when the model is installed.
+    `progress(done, total)` is told every REBUILD_PROGRESS_EVERY bodies and at the end.
     """
     with deps.store.read() as tx:
         owners = tx.sealed_owners()
     indexed = unopened = 0
     with deps.store.write() as tx:
-        for owner in owners:
+        for done, owner in enumerate(owners, start=1):
+            if progress is not None and (done % REBUILD_PROGRESS_EVERY == 0 or done == len(owners)):
+                progress(done, len(owners))
             if owner.kind == "none":
                 unopened += 1
                 continue

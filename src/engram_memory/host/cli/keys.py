@@ -68,6 +68,19 @@ def _rotation_progress(as_json: bool) -> Iterator[tuple[Callable[[int], None], C
     yield started, moved
 
 
+@contextmanager
+def _restore_progress(as_json: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar of the re-indexing at a terminal; nothing through a pipe, where a failure must stay
+    one line on stderr and stdout the result."""
+    if not out.is_terminal or as_json:
+        yield None
+        return
+    columns = (TextColumn("re-indexing bodies"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=out, transient=True) as bar:
+        task = bar.add_task("restore", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
     app.command("rotate-keys")(rotate_keys_command)
@@ -139,7 +152,8 @@ def restore_command(file: FileArgument, home: HomeOption = None, as_json: JsonOp
     paths = resolve_home(home)
     started_at = time.perf_counter()
     try:
-        report = restore_home(paths, file.expanduser().absolute(), decided_by=current_user())
+        with _restore_progress(as_json) as progress:
+            report = restore_home(paths, file.expanduser().absolute(), decided_by=current_user(), progress=progress)
     except _EXPECTED as exc:
         _fail_for(exc)
     seconds = round(time.perf_counter() - started_at, 3)

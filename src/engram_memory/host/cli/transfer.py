@@ -92,7 +92,7 @@ def import_command(
 
     def progress(count: int) -> None:
         done["n"] += count
-        if not as_json:
+        if err.is_terminal and not as_json:  # through a pipe a failure stays one line on stderr
             err.print(f"engram-memory: imported {done['n']} of {len(memories)}", markup=False, highlight=False)
 
     with opened_engine(home) as (engine, _paths):

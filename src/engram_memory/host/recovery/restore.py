@@ -11,6 +11,7 @@ give the verified state's journal heads, record root and counts.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -48,8 +49,16 @@ class RestoreReport:
     records: int
 
 
-def restore_home(paths: HostPaths, source: Path, *, decided_by: str, clock: Clock | None = None) -> RestoreReport:
-    """Restores `source` into the home's empty store.
+def restore_home(
+    paths: HostPaths,
+    source: Path,
+    *,
+    decided_by: str,
+    clock: Clock | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RestoreReport:
+    """Restores `source` into the home's empty store; `progress(done, total)` follows the re-indexing of
+    its bodies (re-embedding included), the long part.
 
     Raises BackupRefused (BACKUP_INVALID, RESTORE_REFUSED), HomeError, KeyFileError.
     """
@@ -75,7 +84,7 @@ def restore_home(paths: HostPaths, source: Path, *, decided_by: str, clock: Cloc
         raise BackupRefused("BACKUP_INVALID: the snapshot does not match the manifest's digest")
     work = _checked_copy(snapshot, manifest)
     try:
-        settled, indexed = _settle_and_verify(paths, work, decided_by, clock or SystemClock())
+        settled, indexed = _settle_and_verify(paths, work, decided_by, clock or SystemClock(), progress)
         _match_manifest(work, manifest, settled)
         with work.inspect() as queries:
             expected = store_facts(queries)
@@ -85,7 +94,13 @@ def restore_home(paths: HostPaths, source: Path, *, decided_by: str, clock: Cloc
     return RestoreReport(manifest=manifest, settled=settled, indexed=indexed, records=expected["records"]["count"])
 
 
-def _settle_and_verify(paths: HostPaths, work: SQLiteStore, decided_by: str, clock: Clock) -> tuple[Settled, int]:
+def _settle_and_verify(
+    paths: HostPaths,
+    work: SQLiteStore,
+    decided_by: str,
+    clock: Clock,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Settled, int]:
     """The engine over the working copy settles destroyed keys, rebuilds the indexes and verifies it all.
 
     Returns what was settled and how many records were indexed; raises BackupRefused RESTORE_REFUSED.
@@ -94,7 +109,7 @@ def _settle_and_verify(paths: HostPaths, work: SQLiteStore, decided_by: str, clo
     try:
         engine = working_engine(paths, work, vault, clock)
         settled = engine.settle_shredded(decided_by=decided_by, reason_ref=RESTORE_REASON)
-        rebuilt = engine.rebuild_indexes()
+        rebuilt = engine.rebuild_indexes(progress)
         if rebuilt.unopened:
             raise BackupRefused(
                 f"RESTORE_REFUSED: BLOB_MISSING: {rebuilt.unopened} bodies do not open with this home's keys"
