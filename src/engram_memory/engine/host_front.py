@@ -162,6 +162,10 @@ class HostFront:
         wanted = RevocationRow(token_id=token_id, revoked_at_ms=self.deps.clock.now_ms(), revoked_by=revoked_by)
         return Revocation(vault.revoke(wanted), already)
 
+    def vector_queue_depth(self) -> int:
+        """Admitted records of this process still waiting for their vector (0 without a semantic channel)."""
+        return 0 if self.deps.indexer is None else self.deps.indexer.depth
+
     def ready(self) -> bool:
         """Whether the store and the key vault answer now (a load balancer's readiness probe)."""
         try:

@@ -60,6 +60,8 @@ def test_health_readiness_metrics_and_access_log(paths: HostPaths, tmp_path: Pat
         assert calls[("engram_memory_search", "ok")] == 1
         assert sum(value for (tool, outcome), value in calls.items() if tool == "engram_memory_get") == 1
         assert families["engram_memory_tool_call_duration_seconds"].type == "histogram"
+        assert families["engram_memory_vector_queue_depth"].type == "gauge"
+        assert families["engram_memory_vector_queue_depth"].samples[0].value >= 0
         statuses = {
             sample.labels["status_class"]: sample.value
             for sample in families["engram_memory_http_responses"].samples

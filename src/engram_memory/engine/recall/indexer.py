@@ -67,6 +67,12 @@ class VectorIndexer:
             self._jobs.append(job)
             self._changed.notify_all()
 
+    @property
+    def depth(self) -> int:
+        """Records waiting for their vector (queued, or in the batch being embedded now)."""
+        with self._changed:
+            return len(self._jobs) + (1 if self._busy else 0)
+
     def settle(self) -> None:
         """Returns once every job queued before the call is written (or has failed and been logged)."""
         with self._changed:

@@ -131,6 +131,7 @@ def serve_http(
     try:
         bound_port = int(sock.getsockname()[1])
         metrics = Metrics()
+        metrics.watch_queue(agents)
         server = build_server(agents, request_binding, observe=metrics.observe_call)
         app = build_http_app(
             server, token_check(public_key), host=host, port=bound_port, extra_routes=health_routes(owner)

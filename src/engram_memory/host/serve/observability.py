@@ -3,7 +3,7 @@
 `/healthz` answers while the process runs; `/readyz` only while the store and the key vault answer
 (503 otherwise), so a balancer stops sending calls to a process that cannot serve them. Metrics are
 served on a port of their own, on loopback only (a scraper runs beside the process or tunnels in):
-calls per tool and outcome, their latency, and HTTP answers per status class. The access log is one
+calls per tool and outcome, their latency, HTTP answers per status class, and the vector queue. The access log is one
 line per HTTP request: client address, method, path, status and milliseconds; never a header, a query
 or a body, so no token and no memory text. It is off unless asked for (`--access-log`): a flood of
 requests would otherwise be a flood of lines.
@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import anyio
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -61,6 +61,15 @@ class Metrics:
             ["status_class"],
             registry=self.registry,
         )
+
+    def watch_queue(self, engine: Engine) -> None:
+        """Reports the engine's vector queue at every scrape (the indexer embeds beside the admissions)."""
+        gauge = Gauge(
+            "engram_memory_vector_queue_depth",
+            "Admitted records of this process waiting for their vector.",
+            registry=self.registry,
+        )
+        gauge.set_function(lambda: float(engine.vector_queue_depth()))
 
     def observe_call(self, tool: str, outcome: str, seconds: float) -> None:
         # A tool name is the caller's text: names the server does not serve share one label value.
