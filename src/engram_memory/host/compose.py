@@ -231,14 +231,18 @@ def storage_sizes(paths: HostPaths) -> dict[str, int]:
 # -- bindings and people ---------------------------------------------------------------------------
 
 
+# Ends every reason verify_token gives; what comes before it is the reason alone.
+TOOLS_OFF = ": memory tools are off"
+
+
 def verify_token(paths: HostPaths, token: str | None) -> tuple[Binding | None, str | None]:
     """The verified binding, or None with the reason memory tools stay off."""
     if not token:
-        return None, "no binding given (--binding or ENGRAM_BINDING): memory tools are off"
+        return None, "no binding given (--binding or ENGRAM_BINDING)" + TOOLS_OFF
     try:
         return verify_binding(load_signing_key(paths).public_key(), token.strip()), None
     except BindingError as exc:
-        return None, f"{exc}: memory tools are off"
+        return None, f"{exc}{TOOLS_OFF}"
 
 
 def current_user() -> str:
@@ -252,6 +256,7 @@ def current_user() -> str:
 __all__ = [
     "POSTGRES_STORE",
     "SQLITE_STORE",
+    "TOOLS_OFF",
     "HomeError",
     "InitReport",
     "configured_store",

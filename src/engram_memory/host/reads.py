@@ -23,20 +23,31 @@ class HostReadRefused(Exception):
     """The read was answered with an error code (the record is gone, the scope is stale…): one line."""
 
 
-def host_binding(tenant: str, workspace: str, *, read_by: str) -> Binding:
+def host_binding(
+    tenant: str,
+    workspace: str,
+    *,
+    principal: str,
+    tools: frozenset[Tool] = frozenset({Tool.SEARCH, Tool.GET}),
+    purpose_ref: str = HOST_READ_PURPOSE,
+    token_id: str = HOST_READ_TOKEN_ID,
+    agent_id: str = HOST_READ_AGENT,
+    lifetime_ms: int = 600_000,
+) -> Binding:
+    """A binding the host makes for one of its own commands (never signed, never leaves the process)."""
     now_ms = int(time.time() * 1000)
     return Binding(
-        token_id=HOST_READ_TOKEN_ID,
+        token_id=token_id,
         tenant=tenant,
         workspace=workspace,
-        principal=read_by,
-        agent_id=HOST_READ_AGENT,
+        principal=principal,
+        agent_id=agent_id,
         session="cli",
-        purpose_ref=HOST_READ_PURPOSE,
-        grants=frozenset({Tool.SEARCH.value, Tool.GET.value}),
+        purpose_ref=purpose_ref,
+        grants=frozenset(tool.value for tool in tools),
         confirm_mutations=False,
         issued_at_ms=now_ms,
-        expires_at_ms=now_ms + 600_000,
+        expires_at_ms=now_ms + lifetime_ms,
     )
 
 
@@ -51,7 +62,7 @@ def _value(engine: Engine, binding: Binding, tool: Tool, arguments: dict[str, An
 def read_record(engine: Engine, tenant: str, workspace: str, record_id: str, *, read_by: str) -> dict[str, Any]:
     """The record as `get` gives it (text, citations, provenance). Raises HostReadRefused."""
     record: dict[str, Any] = _value(
-        engine, host_binding(tenant, workspace, read_by=read_by), Tool.GET, {"record_id": record_id}
+        engine, host_binding(tenant, workspace, principal=read_by), Tool.GET, {"record_id": record_id}
     )["record"]
     return record
 
@@ -61,7 +72,7 @@ def search_records(
 ) -> list[dict[str, Any]]:
     """The packets `search` gives for the query in the scope, best first. Raises HostReadRefused."""
     value = _value(
-        engine, host_binding(tenant, workspace, read_by=read_by), Tool.SEARCH, {"query": query, "limit": limit}
+        engine, host_binding(tenant, workspace, principal=read_by), Tool.SEARCH, {"query": query, "limit": limit}
     )
     records: list[dict[str, Any]] = value["records"]
     return records

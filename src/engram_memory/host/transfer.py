@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engram_memory.contract.binding import Binding
 from engram_memory.contract.states import RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.maintenance import RecordFilter
-from engram_memory.host.reads import read_record
+from engram_memory.host.reads import host_binding, read_record
 
 EXPORT_FORMAT = "engram-memory-export/1"
 IMPORT_AGENT = "engram-memory-import"
@@ -109,23 +107,6 @@ def _sha(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _import_binding(tenant: str, workspace: str, purpose: str, *, imported_by: str) -> Binding:
-    now_ms = int(time.time() * 1000)
-    return Binding(
-        token_id=IMPORT_TOKEN_ID,
-        tenant=tenant,
-        workspace=workspace,
-        principal=imported_by,
-        agent_id=IMPORT_AGENT,
-        session="cli",
-        purpose_ref=purpose,
-        grants=frozenset({Tool.CAPTURE.value, Tool.REQUEST_ADMISSION.value}),
-        confirm_mutations=False,
-        issued_at_ms=now_ms,
-        expires_at_ms=now_ms + 86_400_000,
-    )
-
-
 def capture_of(memory: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Capture arguments for a memory, and its admission key: both digests of the memory itself."""
     if not isinstance(memory, dict) or not isinstance(memory.get("citations"), list) or not memory["citations"]:
@@ -201,7 +182,16 @@ def import_memories(
         for memory in batch:
             by_purpose.setdefault(str(memory.get("purpose_ref", "")), []).append(capture_of(memory))
         for purpose, items in by_purpose.items():
-            binding = _import_binding(tenant, workspace, purpose or "purpose:import", imported_by=imported_by)
+            binding = host_binding(
+                tenant,
+                workspace,
+                principal=imported_by,
+                tools=frozenset({Tool.CAPTURE, Tool.REQUEST_ADMISSION}),
+                purpose_ref=purpose or "purpose:import",
+                token_id=IMPORT_TOKEN_ID,
+                agent_id=IMPORT_AGENT,
+                lifetime_ms=86_400_000,
+            )
             for outcome in engine.import_memories(binding, items):
                 _count(report, outcome.captured, outcome.admitted)
         progress(len(batch))

@@ -13,6 +13,7 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.host.cli import reindex as cli_index
 from engram_memory.host.cli.common import HomeOption, fail
 from engram_memory.host.compose import (
+    TOOLS_OFF,
     HomeError,
     serving_engines,
     verify_token,
@@ -176,7 +177,7 @@ def serve(
                 log.warning("binding %s %s", verified.token_id, unusable)
             else:
                 log.info("serving over stdio; binding %s verified", verified.token_id if verified else "-")
-            tools_off = None if reason is None else reason.split(": memory tools are off")[0]
+            tools_off = None if reason is None else reason.removesuffix(TOOLS_OFF)
             server = build_server(agents, lambda _ctx: verified, tools_off=tools_off)
             anyio.run(serve_with_housekeeping, server, owner, housekeeping_every)
     except ListenError as exc:
