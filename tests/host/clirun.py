@@ -60,27 +60,33 @@ def _needs_a_process(argv: list[str]) -> bool:
     return bool(argv) and (argv[0] == "demo" or (argv[0] == "serve" and "--http" in argv))
 
 
-def cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60) -> Done:
+def cli(
+    *args: str | Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 60,
+    stdin: str = "",
+) -> Done:
     """The command run as `engram-memory ARGS` would run it: in this process unless it must be a real one."""
     argv = [str(a) for a in args]
     # The in-process run swaps this process's streams, environment and working folder: a test's other
     # threads (concurrent host commands) get real processes.
     if _needs_a_process(argv) or threading.current_thread() is not threading.main_thread():
-        return cli_process(*argv, env=env, cwd=cwd, timeout=timeout)
-    return cli_in_process(*argv, env=env, cwd=cwd)
+        return cli_process(*argv, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+    return cli_in_process(*argv, env=env, cwd=cwd, stdin=stdin)
 
 
 def cli_process(
-    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60, stdin: str = ""
 ) -> Done:
-    """The command in a real subprocess (`python -m engram_memory ARGS`)."""
+    """The command in a real subprocess (`python -m engram_memory ARGS`); `stdin` is all it reads there."""
     done = subprocess.run(
         [sys.executable, "-m", "engram_memory", *(str(a) for a in args)],
         capture_output=True,
         text=True,
         env=clean_env(env),
         cwd=cwd,
-        stdin=subprocess.DEVNULL,
+        input=stdin,
         timeout=timeout,
         check=False,
     )
@@ -114,7 +120,7 @@ def _exit_code(code: object, stderr: io.TextIOBase) -> int:
 
 @contextmanager
 def _as_a_process(
-    argv: list[str], env: dict[str, str], cwd: Path | None, stdout: _Pipe, stderr: _Pipe
+    argv: list[str], env: dict[str, str], cwd: Path | None, stdout: _Pipe, stderr: _Pipe, stdin: str = ""
 ) -> Iterator[None]:
     """This process dressed as a fresh `engram-memory` one for the length of one command, then restored."""
     from engram_memory.host.cli import common
@@ -132,7 +138,8 @@ def _as_a_process(
         os.environ.update(env)
         if cwd is not None:
             os.chdir(cwd)
-        sys.stdin, sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8"), stdout, stderr
+        given = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+        sys.stdin, sys.stdout, sys.stderr = given, stdout, stderr
         sys.argv = ["engram-memory", *argv]
         # No handler on the root logger, as in a fresh process: a warning reaches stderr through logging's
         # last resort, not pytest's log capture.
@@ -151,13 +158,15 @@ def _as_a_process(
         os.environ.update(saved_env)
 
 
-def cli_in_process(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> Done:
+def cli_in_process(
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str = ""
+) -> Done:
     """The command's entry point called in this process, with what a subprocess would have been given."""
     from engram_memory.host.cli.app import main
 
     argv = [str(a) for a in args]
     stdout, stderr = _Pipe("strict"), _Pipe("backslashreplace")
-    with _as_a_process(argv, clean_env(env), cwd, stdout, stderr):
+    with _as_a_process(argv, clean_env(env), cwd, stdout, stderr, stdin):
         try:
             main()
             code = 0

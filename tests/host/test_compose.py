@@ -35,7 +35,14 @@ def _mode(path: Path) -> int:
 def _files(paths: HostPaths) -> dict[Path, bytes]:
     return {
         p: p.read_bytes()
-        for p in (paths.config, paths.policy, paths.kek_file, paths.secret_file, paths.signing_key_file)
+        for p in (
+            paths.config,
+            paths.policy,
+            paths.kek_file,
+            paths.secret_file,
+            paths.signing_key_file,
+            paths.recovery_file,
+        )
     }
 
 
@@ -67,6 +74,7 @@ def test_init_home_creates_every_file_when_folder_is_new(tmp_path: Path) -> None
             paths.kek_file,
             paths.secret_file,
             paths.signing_key_file,
+            paths.recovery_file,
             paths.sqlite_file,
             paths.vault_file,
         ],

@@ -76,6 +76,7 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
         paths.kek_file,
         paths.secret_file,
         paths.signing_key_file,
+        paths.recovery_file,
     ]
     assert not paths.sqlite_file.exists() and not paths.vault_file.exists()
     assert tomllib.loads(paths.config.read_text(encoding="utf-8")) == {

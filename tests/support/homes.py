@@ -58,7 +58,12 @@ def make_home(folder: Path) -> HostPaths:
     homes share a KEK, a digest secret or a signing key (a token of one home never verifies in another).
     """
     template = HostPaths(home=_sqlite_template())
-    key_files = {template.kek_file.name, template.secret_file.name, template.signing_key_file.name}
+    key_files = {
+        template.kek_file.name,
+        template.secret_file.name,
+        template.signing_key_file.name,
+        template.recovery_file.name,
+    }
     shutil.copytree(template.home, folder, ignore=lambda _dir, names: [n for n in names if n in key_files])
     paths = HostPaths(home=folder)
     create_key_files(paths)

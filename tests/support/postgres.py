@@ -199,7 +199,13 @@ def make_postgres_home(
     vault = None
     if settings.vault is not None:
         vault = owner_url(cluster, cluster.copy_database(database_of(settings.vault), app_role, prefix="engram_keys"))
-    copied = {template.config.name, template.kek_file.name, template.secret_file.name, template.signing_key_file.name}
+    copied = {
+        template.config.name,
+        template.kek_file.name,
+        template.secret_file.name,
+        template.signing_key_file.name,
+        template.recovery_file.name,
+    }
     shutil.copytree(template.home, folder, ignore=lambda _dir, names: [n for n in names if n in copied])
     paths = HostPaths(home=folder)
     paths.config.write_text(replace(settings, store=store, vault=vault).to_toml(), encoding="utf-8")

@@ -29,7 +29,13 @@ from engram_memory.host.backends import (
     wanted_settings,
 )
 from engram_memory.host.bindings import BindingError, verify_binding
-from engram_memory.host.keys.files import create_key_files, load_keyring, load_mac_keys, load_signing_key
+from engram_memory.host.keys.files import (
+    MacKeys,
+    create_key_files,
+    load_keyring,
+    load_mac_keys,
+    load_signing_key,
+)
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML, FilePolicySource
 from engram_memory.host.settings import (
     SQLITE_STORE,
@@ -196,12 +202,15 @@ def open_engine(paths: HostPaths, *, runtime: bool = False, semantic: bool | Non
         store.close()
 
 
-def working_engine(paths: HostPaths, store: Store, vault: KeyVault, clock: Clock) -> Engine:
-    """An engine over a store that is not the home's yet (a restore's working copy), with the home's keys.
+def working_engine(
+    paths: HostPaths, store: Store, vault: KeyVault, clock: Clock, macs: MacKeys | None = None
+) -> Engine:
+    """An engine over a store that is not the home's yet (a restore's working copy), with the home's key
+    ring and its digest keys (or `macs`, those of the home an archive comes from).
 
     Vectors are embedded inline (no indexer thread): the copy is verified whole before it is written.
     """
-    macs = load_mac_keys(paths)
+    macs = macs or load_mac_keys(paths)
     return Engine.assemble(
         store=store,
         keyring=load_keyring(paths),

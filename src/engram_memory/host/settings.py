@@ -64,6 +64,10 @@ class HostPaths:
     def signing_key_file(self) -> Path:
         return self.keys_dir / "host-signing.pem"
 
+    @property
+    def recovery_file(self) -> Path:
+        return self.keys_dir / "recovery.key"
+
 
 def resolve_home(flag: Path | None, environ: Mapping[str, str] | None = None) -> HostPaths:
     """`--home` wins over `ENGRAM_HOME`, which wins over the default."""

@@ -54,7 +54,7 @@ BAD_BINDING_WARNING = (
 
 
 def _home_files(paths: HostPaths) -> list[Path]:
-    return [paths.config, paths.policy, paths.kek_file, paths.secret_file, paths.signing_key_file]
+    return [paths.config, paths.policy, paths.kek_file, paths.secret_file, paths.signing_key_file, paths.recovery_file]
 
 
 def _mode(path: Path) -> int:
@@ -128,10 +128,14 @@ def test_init_creates_config_policy_keys_and_store_when_home_is_new(tmp_path: Pa
         "store: sqlite",
         *(f"created {path}" for path in [*_home_files(paths), paths.sqlite_file, paths.vault_file]),
     ]
-    assert done.stderr == ""
+    assert done.stderr == (  # said once, when the key is made
+        "engram-memory: made this home's recovery key (keys/recovery.key). Run 'engram-memory recovery-key"
+        " export' and keep it offline: with it and a backup archive, this home restores on another machine.\n"
+    )
     assert tomllib.loads(paths.config.read_text(encoding="utf-8")) == {"store": "sqlite"}
     assert paths.policy.read_text(encoding="utf-8") == DEFAULT_POLICY_TOML
-    for key_file in (paths.kek_file, paths.secret_file, paths.signing_key_file, paths.vault_file, paths.sqlite_file):
+    key_files = (paths.kek_file, paths.secret_file, paths.signing_key_file, paths.recovery_file, paths.vault_file)
+    for key_file in (*key_files, paths.sqlite_file):
         assert _mode(key_file) == 0o600, key_file
     assert _mode(paths.keys_dir) == 0o700
     assert _mode(home) == 0o700
@@ -147,10 +151,12 @@ def test_init_changes_nothing_when_run_twice(tmp_path: Path) -> None:
     assert _ok(done) == (
         f"home: {home}\nstore: sqlite\nnothing to do: the home is complete (keys are never overwritten)\n"
     )
+    assert "recovery key" not in done.stderr
     assert {path: path.read_bytes() for path in _home_files(paths)} == before
     assert sorted(p.name for p in paths.keys_dir.iterdir()) == [
         "host-signing.pem",
         "kek.json",
+        "recovery.key",
         "secret.key",
         "vault.db",
     ]

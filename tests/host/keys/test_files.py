@@ -48,16 +48,17 @@ def _key_bytes(paths: HostPaths) -> dict[str, bytes]:
 # -- creation ------------------------------------------------------------------------------------
 
 
-def test_create_key_files_creates_three_files_when_none_exist(fresh: HostPaths) -> None:
+def test_create_key_files_creates_four_files_when_none_exist(fresh: HostPaths) -> None:
     created = create_key_files(fresh)
-    assert created == [fresh.kek_file, fresh.secret_file, fresh.signing_key_file]
-    assert sorted(p.name for p in fresh.keys_dir.iterdir()) == ["host-signing.pem", "kek.json", "secret.key"]
+    assert created == [fresh.kek_file, fresh.secret_file, fresh.signing_key_file, fresh.recovery_file]
+    names = sorted(p.name for p in fresh.keys_dir.iterdir())
+    assert names == ["host-signing.pem", "kek.json", "recovery.key", "secret.key"]
 
 
 def test_create_key_files_makes_files_0600_in_a_0700_folder(fresh: HostPaths) -> None:
     create_key_files(fresh)
     assert _mode(fresh.keys_dir) == 0o700
-    for path in (fresh.kek_file, fresh.secret_file, fresh.signing_key_file):
+    for path in (fresh.kek_file, fresh.secret_file, fresh.signing_key_file, fresh.recovery_file):
         assert _mode(path) == 0o600, path
 
 
@@ -68,7 +69,7 @@ def test_create_key_files_makes_files_0600_when_umask_is_permissive(fresh: HostP
     finally:
         os.umask(old)
     assert _mode(fresh.keys_dir) == 0o700
-    for path in (fresh.kek_file, fresh.secret_file, fresh.signing_key_file):
+    for path in (fresh.kek_file, fresh.secret_file, fresh.signing_key_file, fresh.recovery_file):
         assert _mode(path) == 0o600, path
 
 

@@ -1,7 +1,9 @@
 """backup and restore: encrypted, self-verifying archives, restored only whole, verified, into an empty store.
 
-A forgotten record's text can never come back from an older archive: its data key is destroyed in the
-vault, which no archive holds, and the archive carries no index tokens of it.
+A forgotten record's text never comes back into a home that knows the forget: its data key is destroyed
+in the vault, whose log of destroyed keys wins over the key an older archive carries, and no archive
+holds index tokens of it. (Onto a new machine, an archive older than the forget brings it back: the
+limit docs/operations.md states; tests/host/recovery/test_disaster_recovery.py rebuilds whole homes.)
 
 The archive format is the same for both stores. Tests of the archive itself (damage, another home's
 archive, refusals) copy one SQLite template home, whose files they compare byte for byte; the tests of
@@ -11,6 +13,7 @@ stores; tests/host/recovery/test_backup_postgres.py moves archives between the t
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import secrets
@@ -18,6 +21,7 @@ import shutil
 import sqlite3
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,8 +33,9 @@ from engram_memory.engine.lifecycle.tombstone_guard import forgotten_fingerprint
 from engram_memory.engine.ports.store import RevocationRow, Scope, SealedBody
 from engram_memory.engine.sealing.seal import open_sealed
 from engram_memory.host.compose import open_store, open_vault, store_settings
-from engram_memory.host.keys.files import backup_key, load_keyring, load_mac_keys
-from engram_memory.host.recovery.archive import CHUNK_BYTES, TAG_BYTES, open_archive, seal_archive
+from engram_memory.host.keys.files import load_keyring, load_mac_keys
+from engram_memory.host.keys.recovery import load_recovery_key
+from engram_memory.host.recovery.archive import CHUNK_BYTES, TAG_BYTES, Opened, open_archive, seal_archive
 from engram_memory.host.recovery.manifest import JOURNAL_ROOT_DOMAIN
 from engram_memory.host.recovery.restore import RESTORE_REASON, restore_home
 from engram_memory.host.settings import HostPaths
@@ -52,7 +57,7 @@ TOPICS = [
     ("Incident retrospectives are written within five working days.", "incident retrospectives"),
 ]
 QUERIES = ["deploy approvals", "billing database", "release", "production role", "replicas zones", "incident"]
-HEADER_BYTES = 55
+HEADER_BYTES = 63
 
 
 def _remember_corpus(agent: InProcessAgent) -> list[str]:
@@ -94,9 +99,25 @@ def _lose_store(paths: HostPaths, request: pytest.FixtureRequest) -> None:
     assert done.code == 0, done
 
 
+def _opened(paths: HostPaths, archive: Path) -> Opened:
+    key = load_recovery_key(paths)
+    return open_archive(archive.read_bytes(), lambda header: key.archive_key(header.salt))
+
+
 def _opened_archive(paths: HostPaths, archive: Path) -> tuple[dict[str, object], bytes]:
-    raw_manifest, snapshot = open_archive(archive.read_bytes(), lambda salt: backup_key(paths, salt))
-    return json.loads(raw_manifest), snapshot
+    opened = _opened(paths, archive)
+    return json.loads(opened.manifest), opened.snapshot
+
+
+def _forged(
+    paths: HostPaths, archive: Path, manifest: dict[str, object], snapshot: bytes, keys: bytes | None = None
+) -> bytes:
+    """The archive sealed again, authentic, around other contents (its header kept, so its carried keys open)."""
+    opened = _opened(paths, archive)
+    section = opened.keys if keys is None else keys
+    assert section is not None
+    key = load_recovery_key(paths).archive_key(opened.header.salt)
+    return seal_archive(opened.header, [canonical_json(manifest), section, snapshot], key)
 
 
 def _snapshot_db(snapshot: bytes) -> sqlite3.Connection:
@@ -278,7 +299,8 @@ def test_another_homes_archive_is_backup_invalid(backed: Backed, tmp_path: Path)
     other = make_home(tmp_path / "other")
     before = _store_bytes(other)
     line = assert_one_line_failure(cli("restore", archive, "--home", other.home))
-    assert "BACKUP_INVALID: the archive does not open with this home's keys/secret.key" in line
+    assert line.startswith("engram-memory: error: BACKUP_INVALID: the archive was made under recovery key rk-")
+    assert f"and this home's recovery key is {load_recovery_key(other).key_id}: give the one it was made under" in line
     assert _store_bytes(other) == before
 
 
@@ -290,23 +312,44 @@ def test_authentic_archive_whose_snapshot_disagrees_with_its_manifest_is_backup_
     records = dict(manifest["records"])  # type: ignore[call-overload]
     records["count"] += 1
     forged = tmp_path / "forged.backup"
-    forged.write_bytes(
-        seal_archive(canonical_json({**manifest, "records": records}), snapshot, lambda s: backup_key(paths, s))
-    )
+    forged.write_bytes(_forged(paths, archive, {**manifest, "records": records}, snapshot))
     _wipe_store(paths)
     line = assert_one_line_failure(cli("restore", forged, "--home", paths.home))
     assert "BACKUP_INVALID: the snapshot's records does not match the manifest" in line
     assert not paths.store_dir.exists()
 
 
-def test_restore_with_a_vault_that_lacks_the_keys_is_refused_and_leaves_the_home_as_it_was(backed: Backed) -> None:
+def test_restore_into_a_vault_that_lost_its_keys_takes_them_from_the_archive(backed: Backed) -> None:
     paths, archive = backed.paths, backed.archive
     _wipe_store(paths)
     paths.vault_file.unlink()
     SQLiteKeyVault(paths.vault_file).close()  # a vault of the right shape that never held these keys
-    line = assert_one_line_failure(cli("restore", archive, "--home", paths.home))
-    assert "RESTORE_REFUSED: BLOB_MISSING: 25 bodies do not open with this home's keys" in line
+    result = _restore(paths, archive)
+    assert result["keys_added"] == len(backed.ids) + 1 and result["replaced"] == []
+    with engine_for(paths) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        assert _searches(agent) == backed.found
+        assert all(agent.get(record_id)["ok"] for record_id in backed.ids)
+
+
+def test_archive_whose_key_section_lacks_the_keys_is_refused_and_leaves_the_home_as_it_was(
+    backed: Backed, tmp_path: Path
+) -> None:
+    paths, archive = backed.paths, backed.archive
+    manifest, snapshot = _opened_archive(paths, archive)
+    section = json.loads(_opened(paths, archive).keys or b"")
+    emptied = canonical_json({**section, "keys": []})
+    keys = {**manifest["keys"], "keys": 0, "sha256": "sha256:" + hashlib.sha256(emptied).hexdigest()}  # type: ignore[dict-item]
+    forged = tmp_path / "keyless.backup"
+    forged.write_bytes(_forged(paths, archive, {**manifest, "keys": keys}, snapshot, keys=emptied))
+    _wipe_store(paths)
+    paths.vault_file.unlink()
+    SQLiteKeyVault(paths.vault_file).close()
+    vault_before = paths.vault_file.read_bytes()
+    line = assert_one_line_failure(cli("restore", forged, "--home", paths.home))
+    assert "RESTORE_REFUSED: BLOB_MISSING: 25 bodies do not open with this home's keys or the archive's" in line
     assert not paths.store_dir.exists()
+    assert paths.vault_file.read_bytes() == vault_before
 
 
 def test_restore_without_the_homes_vault_is_refused(backed: Backed) -> None:
@@ -314,7 +357,7 @@ def test_restore_without_the_homes_vault_is_refused(backed: Backed) -> None:
     _wipe_store(paths)
     paths.vault_file.unlink()
     line = assert_one_line_failure(cli("restore", archive, "--home", paths.home))
-    assert "RESTORE_REFUSED: keys/vault.db is missing" in line
+    assert "RESTORE_REFUSED: keys/vault.db is missing: run 'engram-memory init' first" in line
     assert not paths.store_dir.exists()
 
 
@@ -368,7 +411,10 @@ def test_forgotten_record_text_cannot_be_recovered_from_a_backup_taken_before_th
     for table in ("lexical_index", "lexical_index_postings", "lexical_index_terms"):
         assert archived.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)
     row = archived.execute("SELECT nonce, ciphertext FROM sealed_bodies WHERE owner_id = ?", (record_id,)).fetchone()
-    assert row is not None  # the ciphertext is in the old archive, but its key is gone for good
+    assert row is not None  # the ciphertext is in the old archive,
+    carried = json.loads(_opened(paths, older).keys or b"")["keys"]
+    assert record_id in {entry[0] for entry in carried}  # and so is its key, under the recovery key (the limit),
+    assert result["keys_added"] == 0  # but the home that knows the forget never takes it back
     vault = open_vault(paths)
     try:
         assert vault.get(SCOPE, record_id) is None and vault.shredded([record_id]) == {record_id}
@@ -453,9 +499,7 @@ def test_authentic_archive_with_a_changed_journal_event_is_restore_refused(backe
     changed = db.serialize()
     snapshot_facts = {"sha256": "sha256:" + hashlib.sha256(changed).hexdigest(), "bytes": len(changed)}
     forged = tmp_path / "forged.backup"
-    forged.write_bytes(
-        seal_archive(canonical_json({**manifest, "snapshot": snapshot_facts}), changed, lambda s: backup_key(paths, s))
-    )
+    forged.write_bytes(_forged(paths, archive, {**manifest, "snapshot": snapshot_facts}, changed))
     _wipe_store(paths)
     line = assert_one_line_failure(cli("restore", forged, "--home", paths.home))
     assert line == (
@@ -482,3 +526,93 @@ def test_revocation_survives_restoring_an_older_backup(tmp_path: Path) -> None:
             issued.binding, "engram_memory_search", {"query": "kept", "purpose_ref": issued.binding.purpose_ref}
         )
     assert envelope["error"]["code"] == "AUTHORIZATION_REVOKED"
+
+
+def _legacy_archive(paths: HostPaths, archive: Path) -> bytes:
+    """The archive as format 1 wrote it (before recovery keys): sealed under keys/secret.key, no key section."""
+    import os
+    import struct
+
+    from engram_memory.host.keys.files import backup_key
+    from engram_memory.host.recovery.archive import Header
+
+    manifest, snapshot = _opened_archive(paths, archive)
+    legacy = {k: v for k, v in manifest.items() if k not in ("keys", "recovery_key_id")} | {"format_version": 1}
+    salt, prefix = os.urandom(32), os.urandom(7)
+    raw = struct.pack(">8sHBBI32s7s", b"ENGRAMBK", 1, 1, 1, CHUNK_BYTES, salt, prefix)
+    header = Header(raw, 1, CHUNK_BYTES, salt, prefix, b"")
+    return seal_archive(header, [canonical_json(legacy), snapshot], backup_key(paths, salt))
+
+
+def test_format_1_archive_still_restores_into_the_home_that_made_it(backed: Backed, tmp_path: Path) -> None:
+    paths = backed.paths
+    legacy = tmp_path / "legacy.backup"
+    legacy.write_bytes(_legacy_archive(paths, backed.archive))
+    _wipe_store(paths)
+    keyfile = tmp_path / "recovery.key"
+    keyfile.write_text(load_recovery_key(paths).text(), encoding="utf-8")
+    line = assert_one_line_failure(cli("restore", legacy, "--recovery-key", keyfile, "--home", paths.home))
+    assert "RESTORE_REFUSED: this archive predates recovery keys (format 1)" in line
+    result = _restore(paths, legacy)
+    assert result["keys_added"] == 0 and result["replaced"] == []
+    with engine_for(paths) as engine:
+        assert _searches(InProcessAgent(engine, bind(paths).binding)) == backed.found
+
+
+def test_format_1_archive_of_another_home_names_secret_key(backed: Backed, tmp_path: Path) -> None:
+    legacy = tmp_path / "legacy.backup"
+    legacy.write_bytes(_legacy_archive(backed.paths, backed.archive))
+    other = make_home(tmp_path / "other")
+    line = assert_one_line_failure(cli("restore", legacy, "--home", other.home))
+    assert "BACKUP_INVALID: the archive does not open with this home's keys/secret.key or was changed" in line
+
+
+def _damaged_sections() -> dict[str, Any]:
+    def key_does_not_unwrap(section: dict[str, Any]) -> dict[str, Any]:
+        first = list(section["keys"][0])
+        first[4] = base64.b64encode(b"\x00" * 40).decode("ascii")
+        return {**section, "keys": [first, *section["keys"][1:]]}
+
+    return {
+        "another-format": lambda section: {**section, "format_version": 9},
+        "a-key-that-does-not-unwrap": key_does_not_unwrap,
+        "a-short-digest-secret": lambda section: {**section, "home": {**section["home"], "secret_key": "AAAA"}},
+        "a-signing-key-that-is-not-ed25519": lambda section: {
+            **section,
+            "home": {
+                **section["home"],
+                "signing_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+            },
+        },
+        "no-destroyed-log": lambda section: {k: v for k, v in section.items() if k != "destroyed"},
+    }
+
+
+@pytest.mark.parametrize("damage", sorted(_damaged_sections()))
+def test_authentic_archive_with_a_damaged_key_section_is_backup_invalid_and_nothing_is_written(
+    backed: Backed, tmp_path: Path, damage: str
+) -> None:
+    paths, archive = backed.paths, backed.archive
+    manifest, snapshot = _opened_archive(paths, archive)
+    section = _damaged_sections()[damage](json.loads(_opened(paths, archive).keys or b""))
+    raw = canonical_json(section)
+    keys = {**manifest["keys"], "sha256": "sha256:" + hashlib.sha256(raw).hexdigest()}  # type: ignore[dict-item]
+    forged = tmp_path / "forged.backup"
+    forged.write_bytes(_forged(paths, archive, {**manifest, "keys": keys}, snapshot, keys=raw))
+    _wipe_store(paths)
+    keys_before = {p.name: p.read_bytes() for p in paths.keys_dir.iterdir()}
+    line = assert_one_line_failure(cli("restore", forged, "--home", paths.home))
+    assert line == "engram-memory: error: BACKUP_INVALID: the archive's key section is not one this version reads"
+    assert not paths.store_dir.exists()
+    assert {p.name: p.read_bytes() for p in paths.keys_dir.iterdir()} == keys_before
+
+
+def test_key_section_that_disagrees_with_the_manifest_digest_is_backup_invalid(backed: Backed, tmp_path: Path) -> None:
+    paths, archive = backed.paths, backed.archive
+    manifest, snapshot = _opened_archive(paths, archive)
+    section = json.loads(_opened(paths, archive).keys or b"")
+    forged = tmp_path / "forged.backup"
+    forged.write_bytes(_forged(paths, archive, manifest, snapshot, keys=canonical_json({**section, "issued": []})))
+    _wipe_store(paths)
+    line = assert_one_line_failure(cli("restore", forged, "--home", paths.home))
+    assert line == "engram-memory: error: BACKUP_INVALID: the key section does not match the manifest's digest"

@@ -22,6 +22,7 @@ from engram_memory.host.cli import (
     keys,
     operations,
     records,
+    recovery_key,
     reindex,
     review,
     serve,
@@ -36,7 +37,19 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for module in (home, bindings, serve, confirmations, review, records, transfer, operations, keys, reindex):
+for module in (
+    home,
+    bindings,
+    serve,
+    confirmations,
+    review,
+    records,
+    transfer,
+    operations,
+    keys,
+    recovery_key,
+    reindex,
+):
     module.register(app)
 
 

@@ -55,6 +55,14 @@ def init(
         report = init_home(paths, store, app_role=app_role, vault=vault)
     except (HomeError, KeyFileError, ContractError, OSError) as exc:
         fail(str(exc) if not isinstance(exc, ContractError) else f"the store could not be created ({exc.code.value})")
+    if paths.recovery_file in report.created:
+        # Said once, when the key is made: it is what survives losing this machine.
+        err.print(
+            "engram-memory: made this home's recovery key (keys/recovery.key). Run 'engram-memory recovery-key"
+            " export' and keep it offline: with it and a backup archive, this home restores on another machine.",
+            markup=False,
+            highlight=False,
+        )
     if as_json:
         shown: dict[str, Any] = {"home": str(paths.home), "store": report.store}
         if report.app_role is not None or report.vault is not None:

@@ -1,4 +1,4 @@
-"""Host commands for rotate-keys, backup and restore.
+"""Host commands for rotate-keys, backup and restore (recovery-key is in recovery_key.py).
 
 Failures are one line naming the ErrorCode where the contract names one (BACKUP_INVALID, RESTORE_REFUSED).
 """
@@ -17,9 +17,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from engram_memory.contract.errors import ContractError
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, out, say
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, out, say, warn
+from engram_memory.host.cli.recovery_key import read_key_argument
 from engram_memory.host.compose import HomeError, current_user
 from engram_memory.host.keys.files import KeyFileError
+from engram_memory.host.keys.recovery import RecoveryKeyError
 from engram_memory.host.keys.rotation import DEFAULT_BATCH_SIZE, RotationRefused, rotate_keys
 from engram_memory.host.recovery.backup import backup_home
 from engram_memory.host.recovery.manifest import BackupRefused
@@ -126,15 +128,25 @@ def rotate_keys_command(
 
 
 def backup_command(file: FileArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """Write an encrypted, self-verifying archive of the store to FILE (never the keys)."""
+    """Write an encrypted, self-verifying archive of the home to FILE, sealed under its recovery key."""
     paths = resolve_home(home)
     started_at = time.perf_counter()
     try:
         report = backup_home(paths, file.expanduser().absolute())
-    except _EXPECTED as exc:
+    except (*_EXPECTED, RecoveryKeyError) as exc:
         _fail_for(exc)
     seconds = round(time.perf_counter() - started_at, 3)
     manifest = report.manifest
+    if report.recovery_key_created:
+        warn(
+            "this home had no recovery key, so the backup made keys/recovery.key: run"
+            " 'engram-memory recovery-key export' and keep it offline, or this archive dies with the disk"
+        )
+    if report.keyless_bodies:
+        warn(
+            f"{report.keyless_bodies} archived bodies have no data key in the vault ('engram-memory verify'"
+            " names them): a restore of this archive refuses them"
+        )
     if as_json:
         _emit_json({"file": str(report.path), "bytes": report.archive_bytes, "seconds": seconds, **manifest})
         return
@@ -144,20 +156,47 @@ def backup_command(file: FileArgument, home: HomeOption = None, as_json: JsonOpt
         f" {counts.get('records', 0)} records, {counts.get('candidates', 0)} candidates,"
         f" {counts.get('journal', 0)} journal events in {len(manifest['journal']['scopes'])} scopes"
     )
-    say("keys/ is not in the archive: a restore needs this home's keys folder, so keep your copy of keys/ separately")
+    say(
+        f"sealed under recovery key {manifest['recovery_key_id']}: with it, this archive restores on any"
+        " machine (engram-memory restore FILE --recovery-key KEYFILE)"
+    )
 
 
-def restore_command(file: FileArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """Restore FILE into this home's empty store, using this home's keys/; verified before anything is written."""
+RecoveryKeyOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--recovery-key",
+        metavar="KEYFILE",
+        help="The recovery key the archive was made under (a file, or - for stdin); else this home's own.",
+    ),
+]
+
+
+def restore_command(
+    file: FileArgument,
+    recovery_key: RecoveryKeyOption = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Restore FILE into this home's empty store, or a fresh `init` on another machine; verified before writing."""
     paths = resolve_home(home)
     started_at = time.perf_counter()
     try:
+        given = None if recovery_key is None else read_key_argument(recovery_key)
         with _restore_progress(as_json) as progress:
-            report = restore_home(paths, file.expanduser().absolute(), decided_by=current_user(), progress=progress)
-    except _EXPECTED as exc:
+            report = restore_home(
+                paths,
+                file.expanduser().absolute(),
+                decided_by=current_user(),
+                recovery_key=given,
+                progress=progress,
+            )
+    except (*_EXPECTED, RecoveryKeyError) as exc:
         _fail_for(exc)
     seconds = round(time.perf_counter() - started_at, 3)
-    settled = report.settled
+    settled, adopted = report.settled, report.adopted
+    if adopted is not None and adopted.policy_kept is not None:
+        warn(f"kept this home's own policy.toml; the archive's is saved as {adopted.policy_kept}")
     if as_json:
         _emit_json(
             {
@@ -167,6 +206,8 @@ def restore_command(file: FileArgument, home: HomeOption = None, as_json: JsonOp
                 "indexed": report.indexed,
                 "tombstoned": settled.tombstoned,
                 "withdrawn": settled.withdrawn,
+                "keys_added": 0 if report.added is None else report.added.keys,
+                "replaced": [] if adopted is None else adopted.replaced,
                 "seconds": seconds,
             }
         )
@@ -179,4 +220,9 @@ def restore_command(file: FileArgument, home: HomeOption = None, as_json: JsonOp
         say(
             f"{len(settled.tombstoned)} records tombstoned and {len(settled.withdrawn)} candidates withdrawn:"
             " their data keys were destroyed after the backup, so their bodies were erased"
+        )
+    if adopted is not None and adopted.replaced:
+        say(
+            f"took over the archived home's {', '.join(adopted.replaced)}: its bindings verify here again,"
+            " and bindings made by this home before the restore no longer do"
         )

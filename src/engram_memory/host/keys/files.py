@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from engram_memory.engine.sealing.keys import KEK_BYTES, StaticKeyRing
+from engram_memory.host.keys.private_files import replace_private, write_private
+from engram_memory.host.keys.recovery import create_recovery_key
 from engram_memory.host.settings import HostPaths
 
 logger = logging.getLogger(__name__)
@@ -33,33 +35,25 @@ class KeyFileError(Exception):
     """A key file is missing, unreadable or malformed (a one-line reason for the host)."""
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Creates `path` with mode 0600; refuses to replace an existing file."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
 def create_key_files(paths: HostPaths) -> list[Path]:
     """Creates whichever key files are missing; returns those it created. Existing keys are kept."""
     created = []
     if not paths.kek_file.exists():
         kek_id = "kek-" + secrets.token_hex(4)
         ring = {"active": kek_id, "keys": {kek_id: base64.b64encode(os.urandom(KEK_BYTES)).decode("ascii")}}
-        _write_private(paths.kek_file, json.dumps(ring, indent=2).encode("utf-8"))
+        write_private(paths.kek_file, json.dumps(ring, indent=2).encode("utf-8"))
         created.append(paths.kek_file)
     if not paths.secret_file.exists():
-        _write_private(paths.secret_file, os.urandom(32))
+        write_private(paths.secret_file, os.urandom(32))
         created.append(paths.secret_file)
     if not paths.signing_key_file.exists():
         pem = Ed25519PrivateKey.generate().private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
-        _write_private(paths.signing_key_file, pem)
+        write_private(paths.signing_key_file, pem)
         created.append(paths.signing_key_file)
+    if create_recovery_key(paths):
+        created.append(paths.recovery_file)
     return created
 
 
@@ -110,31 +104,8 @@ def read_ring_file(paths: HostPaths) -> RingFile:
 
 
 def write_ring_file(paths: HostPaths, ring: RingFile) -> None:
-    """Replaces kek.json atomically: a temporary file (0600) is written and synced, then renamed over it.
-
-    A crash leaves either the old ring or the new one, never half of either; the folder is synced too,
-    so a new KEK is durable before any data key is wrapped by it.
-    """
-    temporary = paths.kek_file.with_name(paths.kek_file.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # a leftover from a killed run may have been made with another mode
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(ring.to_json())
-            handle.flush()
-            os.fsync(handle.fileno())
-    finally:
-        os.close(fd)
-    temporary.replace(paths.kek_file)
-    _sync_folder(paths.keys_dir)
-
-
-def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Replaces kek.json atomically, so a new KEK is durable before any data key is wrapped by it."""
+    replace_private(paths.kek_file, ring.to_json())
 
 
 def new_kek(existing: Collection[str]) -> tuple[str, bytes]:
@@ -208,9 +179,13 @@ def _derive(secret: bytes, purpose: str) -> bytes:
 
 
 def load_mac_keys(paths: HostPaths) -> MacKeys:
-    secret = _read(paths.secret_file)
+    return mac_keys_of(_read(paths.secret_file), paths.secret_file.name)
+
+
+def mac_keys_of(secret: bytes, name: str = "secret.key") -> MacKeys:
+    """The digest keys a 32-byte secret derives. Raises KeyFileError naming `name` when it is malformed."""
     if len(secret) != 32:
-        raise KeyFileError(f"{paths.secret_file.name} is malformed")
+        raise KeyFileError(f"{name} is malformed")
     return MacKeys(
         cursor=_derive(secret, "engram-memory/page-cursor/v1"),
         audit=_derive(secret, "engram-memory/audit/v1"),
@@ -218,10 +193,8 @@ def load_mac_keys(paths: HostPaths) -> MacKeys:
 
 
 def backup_key(paths: HostPaths, salt: bytes) -> bytes:
-    """The AES-256 key of one backup archive: HKDF-SHA256 of secret.key with the archive's own salt.
-
-    Only a home holding the same secret.key opens the archive; the salt makes every archive's key fresh.
-    """
+    """The AES-256 key of one format-1 archive (before recovery keys): HKDF-SHA256 of secret.key with the
+    archive's own salt. Only a home holding the same secret.key opens such an archive."""
     secret = _read(paths.secret_file)
     if len(secret) != 32:
         raise KeyFileError(f"{paths.secret_file.name} is malformed")

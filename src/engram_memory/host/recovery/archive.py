@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,19 +18,21 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 MAGIC = b"ENGRAMBK"
-FORMAT_VERSION = 1
-KDF_HKDF_SHA256 = 1  # HKDF-SHA256 over keys/secret.key, salt from the header, info "engram-memory/backup/v1"
+FORMAT_VERSION = 2
+# Format 1 (until 0.x): sealed under HKDF-SHA256 of keys/secret.key, manifest and snapshot only, no key id.
+LEGACY_FORMAT_VERSION = 1
+KDF_HKDF_SHA256 = 1  # HKDF-SHA256, salt from the header; format 2 over the recovery key, format 1 over secret.key
 CIPHER_AES_256_GCM = 1
 CHUNK_BYTES = 1 << 16
 SALT_BYTES = 32
 NONCE_PREFIX_BYTES = 7
+KEY_ID_BYTES = 8
 TAG_BYTES = 16
-# magic, format version, kdf, cipher, plaintext bytes per chunk, salt, nonce prefix
-_HEADER = struct.Struct(">8sHBBI32s7s")
+# magic, format version, kdf, cipher, plaintext bytes per chunk, salt, nonce prefix (format 2: + key id)
+_HEADER_V1 = struct.Struct(">8sHBBI32s7s")
+_HEADER = struct.Struct(">8sHBBI32s7s8s")
 _CHUNK_POSITION = struct.Struct(">IB")  # chunk index, final flag
-_SECTION_LENGTH = struct.Struct(">Q")  # the manifest's length, ahead of the manifest and the snapshot
-
-KeyForSalt = Callable[[bytes], bytes]
+_SECTION_LENGTH = struct.Struct(">Q")  # ahead of every section but the last (the snapshot)
 
 
 class ArchiveInvalid(Exception):
@@ -40,13 +42,26 @@ class ArchiveInvalid(Exception):
 @dataclass(frozen=True, slots=True)
 class Header:
     raw: bytes
+    version: int
     chunk_bytes: int
     salt: bytes
     nonce_prefix: bytes
+    key_id: bytes  # which recovery key seals it (format 2); empty for format 1
 
     @property
     def digest(self) -> bytes:
         return hashlib.sha256(self.raw).digest()
+
+
+KeyForHeader = Callable[[Header], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    header: Header
+    manifest: bytes
+    keys: bytes | None  # the key section (format 2)
+    snapshot: bytes
 
 
 def _position(index: int, final: bool) -> bytes:
@@ -61,18 +76,23 @@ def _aad(header: Header, index: int, final: bool) -> bytes:
     return header.digest + _position(index, final)
 
 
-def seal_archive(manifest: bytes, snapshot: bytes, key_for_salt: KeyForSalt) -> bytes:
-    """The archive's bytes: header, then the manifest and the snapshot in authenticated chunks."""
+def new_header(key_id: bytes) -> Header:
+    """A fresh format-2 header (new salt and nonce prefix) naming the recovery key that seals it."""
     salt, prefix = os.urandom(SALT_BYTES), os.urandom(NONCE_PREFIX_BYTES)
-    raw = _HEADER.pack(MAGIC, FORMAT_VERSION, KDF_HKDF_SHA256, CIPHER_AES_256_GCM, CHUNK_BYTES, salt, prefix)
-    header = Header(raw=raw, chunk_bytes=CHUNK_BYTES, salt=salt, nonce_prefix=prefix)
-    cipher = AESGCM(key_for_salt(salt))
-    plaintext = memoryview(_SECTION_LENGTH.pack(len(manifest)) + manifest + snapshot)
-    starts = range(0, len(plaintext), CHUNK_BYTES)
-    parts = [raw]
+    raw = _HEADER.pack(MAGIC, FORMAT_VERSION, KDF_HKDF_SHA256, CIPHER_AES_256_GCM, CHUNK_BYTES, salt, prefix, key_id)
+    return Header(raw, FORMAT_VERSION, CHUNK_BYTES, salt, prefix, key_id)
+
+
+def seal_archive(header: Header, sections: Sequence[bytes], key: bytes) -> bytes:
+    """The archive's bytes: the header, then the sections (the last one unprefixed) in authenticated chunks."""
+    cipher = AESGCM(key)
+    framed = [part for section in sections[:-1] for part in (_SECTION_LENGTH.pack(len(section)), section)]
+    plaintext = memoryview(b"".join([*framed, sections[-1]]))
+    starts = range(0, len(plaintext), header.chunk_bytes)
+    parts = [header.raw]
     for index, start in enumerate(starts):
         final = index == len(starts) - 1
-        chunk = plaintext[start : start + CHUNK_BYTES]
+        chunk = plaintext[start : start + header.chunk_bytes]
         parts.append(cipher.encrypt(_nonce(header, index, final), chunk, _aad(header, index, final)))
     return b"".join(parts)
 
@@ -98,25 +118,33 @@ def write_archive(target: Path, data: bytes) -> None:
 
 
 def read_header(data: bytes) -> Header:
-    """Raises ArchiveInvalid when the header is not one this version writes."""
-    if len(data) < _HEADER.size or not data.startswith(MAGIC):
+    """Raises ArchiveInvalid when the header is not one this version reads."""
+    if len(data) < _HEADER_V1.size or not data.startswith(MAGIC):
         raise ArchiveInvalid("not an engram-memory backup archive")
-    _magic, version, kdf, cipher, chunk_bytes, salt, prefix = _HEADER.unpack_from(data)
-    if version != FORMAT_VERSION:
+    version = struct.unpack_from(">H", data, len(MAGIC))[0]
+    if version == LEGACY_FORMAT_VERSION:
+        _magic, _v, kdf, cipher, chunk_bytes, salt, prefix = _HEADER_V1.unpack_from(data)
+        key_id, size = b"", _HEADER_V1.size
+    elif version == FORMAT_VERSION and len(data) >= _HEADER.size:
+        _magic, _v, kdf, cipher, chunk_bytes, salt, prefix, key_id = _HEADER.unpack_from(data)
+        size = _HEADER.size
+    elif version == FORMAT_VERSION:
+        raise ArchiveInvalid("the archive is cut short inside its header")
+    else:
         raise ArchiveInvalid(f"archive format {version} is not one this version reads")
     if kdf != KDF_HKDF_SHA256 or cipher != CIPHER_AES_256_GCM or chunk_bytes != CHUNK_BYTES:
         raise ArchiveInvalid(
             "the archive header names a key derivation, cipher or chunk size this version never writes"
         )
-    return Header(raw=data[: _HEADER.size], chunk_bytes=chunk_bytes, salt=salt, nonce_prefix=prefix)
+    return Header(data[:size], version, chunk_bytes, salt, prefix, key_id)
 
 
-def open_archive(data: bytes, key_for_salt: KeyForSalt) -> tuple[bytes, bytes]:
-    """(manifest, snapshot) once every chunk opened. Raises ArchiveInvalid otherwise, naming what failed."""
+def open_archive(data: bytes, key_for: KeyForHeader) -> Opened:
+    """The archive's sections once every chunk opened. Raises ArchiveInvalid otherwise, naming what failed."""
     header = read_header(data)
-    cipher = AESGCM(key_for_salt(header.salt))
+    cipher = AESGCM(key_for(header))
     sealed_chunk = header.chunk_bytes + TAG_BYTES
-    body = memoryview(data)[_HEADER.size :]
+    body = memoryview(data)[len(header.raw) :]
     if len(body) < TAG_BYTES:
         raise ArchiveInvalid("the archive is cut short: it holds no chunk")
     opened: list[bytes] = []
@@ -129,13 +157,21 @@ def open_archive(data: bytes, key_for_salt: KeyForSalt) -> tuple[bytes, bytes]:
         except InvalidTag:
             raise ArchiveInvalid(_why_chunk_failed(cipher, header, index, final, chunk)) from None
     plaintext = b"".join(opened)
-    if len(plaintext) < _SECTION_LENGTH.size:
-        raise ArchiveInvalid("the archive holds no manifest")
-    (manifest_length,) = _SECTION_LENGTH.unpack_from(plaintext)
-    end = _SECTION_LENGTH.size + manifest_length
+    manifest, at = _section(plaintext, 0, "manifest")
+    keys = None
+    if header.version == FORMAT_VERSION:
+        keys, at = _section(plaintext, at, "key section")
+    return Opened(header=header, manifest=manifest, keys=keys, snapshot=plaintext[at:])
+
+
+def _section(plaintext: bytes, at: int, name: str) -> tuple[bytes, int]:
+    if len(plaintext) < at + _SECTION_LENGTH.size:
+        raise ArchiveInvalid(f"the archive holds no {name}")
+    (length,) = _SECTION_LENGTH.unpack_from(plaintext, at)
+    end = at + _SECTION_LENGTH.size + length
     if end > len(plaintext):
-        raise ArchiveInvalid("the archive's manifest runs past its end")
-    return plaintext[_SECTION_LENGTH.size : end], plaintext[end:]
+        raise ArchiveInvalid(f"the archive's {name} runs past its end")
+    return plaintext[at + _SECTION_LENGTH.size : end], end
 
 
 def _why_chunk_failed(cipher: AESGCM, header: Header, index: int, final: bool, chunk: memoryview) -> str:
@@ -144,7 +180,8 @@ def _why_chunk_failed(cipher: AESGCM, header: Header, index: int, final: bool, c
         cipher.decrypt(_nonce(header, index, not final), chunk, _aad(header, index, not final))
     except InvalidTag:
         if index == 0:
-            return "the archive does not open with this home's keys/secret.key (another home's?) or was changed"
+            key = "this home's keys/secret.key" if header.version == LEGACY_FORMAT_VERSION else "its recovery key"
+            return f"the archive does not open with {key} or was changed"
         return f"chunk {index} of the archive was changed, cut short or extended"
     if final:
         return "the archive is cut short: its last chunk is missing"

@@ -13,7 +13,8 @@ from engram_memory.contract.canonical import digest
 from engram_memory.engine.ports.store import Scope, ScopeHead
 
 MANIFEST_FORMAT = "engram-memory/backup-manifest"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2 adds recovery_key_id and the key section's counts and digest
+LEGACY_MANIFEST_VERSION = 1
 JOURNAL_ROOT_DOMAIN = "engram-memory/backup-journal-root/v1"
 RECORD_ROOT_DOMAIN = "engram-memory/backup-record-root/v1"
 # The sections of a manifest that a restore recomputes from the snapshot and must find equal.
@@ -62,11 +63,15 @@ def parse_manifest(raw: bytes) -> dict[str, Any]:
         manifest = json.loads(raw)
         if not isinstance(manifest, dict):
             raise TypeError("not an object")
-        if manifest.get("format") != MANIFEST_FORMAT or manifest.get("format_version") != MANIFEST_VERSION:
+        version = manifest.get("format_version")
+        if manifest.get("format") != MANIFEST_FORMAT or version not in (LEGACY_MANIFEST_VERSION, MANIFEST_VERSION):
             raise ValueError("another manifest format")
-        for section in (*CHECKED_SECTIONS, "snapshot", "created_at"):
+        extra = ("keys", "recovery_key_id") if version == MANIFEST_VERSION else ()
+        for section in (*CHECKED_SECTIONS, "snapshot", "created_at", *extra):
             if section not in manifest:
                 raise KeyError(section)
+        if extra:
+            _ = manifest["keys"]["sha256"]
         manifest_heads(manifest)
         _ = manifest["snapshot"]["sha256"], manifest["snapshot"]["bytes"]
     except (ValueError, TypeError, KeyError) as exc:

@@ -1,11 +1,15 @@
-"""Verified restore of a backup archive into a home whose store is empty and whose keys/ folder is its own.
+"""Verified restore of a backup archive into a home whose store is empty: the same home, or a fresh
+`init` on another machine given the recovery key the archive was made under.
 
 Everything happens on a copy in memory first: every chunk is authenticated, the snapshot is checked
-against its manifest, bodies whose data keys were destroyed after the backup are erased (each by a
-journal event signed by the host), the full-text index is rebuilt from the live bodies, and the
-whole state is verified. Only then is the store file written; nothing is written when any step fails.
-A PostgreSQL home is filled in one transaction instead, which commits only once the rows it holds
-give the verified state's journal heads, record root and counts.
+against its manifest, bodies whose data keys were destroyed (in this home's vault, or in the archive's
+own log) are erased, each by a journal event signed by the host, the full-text index is rebuilt from
+the live bodies, and the whole state is verified, with the archive's keys seen through the home's
+vault (overlay.py). Only then is anything written: the vault takes in the archive's keys and logs,
+the home takes over the archived home's secrets (adoption.py), and the store is written last, so a
+crash leaves at worst keys without bodies and an empty store, and running the restore again finishes.
+A PostgreSQL home is filled in one transaction, which commits only once the rows it holds give the
+verified state's journal heads, record root and counts.
 """
 
 from __future__ import annotations
@@ -20,19 +24,32 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.engine import journal
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.lifecycle.shredded import Settled
-from engram_memory.engine.ports.store import Clock, JournalEvent, Scope
+from engram_memory.engine.ports.store import Clock, JournalEvent, KeyVault, Scope
 from engram_memory.host.backends import store_backend, vault_backend
 from engram_memory.host.compose import open_vault, working_engine
-from engram_memory.host.keys.files import backup_key
-from engram_memory.host.recovery.archive import ArchiveInvalid, open_archive
+from engram_memory.host.keys.files import MacKeys, backup_key, load_keyring, mac_keys_of
+from engram_memory.host.keys.recovery import RecoveryKey, RecoveryKeyError, load_recovery_key, shown_key_id
+from engram_memory.host.recovery.adoption import Adopted, adopt_home_files
+from engram_memory.host.recovery.archive import (
+    LEGACY_FORMAT_VERSION,
+    ArchiveInvalid,
+    Header,
+    Opened,
+    open_archive,
+    read_header,
+)
+from engram_memory.host.recovery.key_section import KeySection, decode_section
 from engram_memory.host.recovery.manifest import (
     CHECKED_SECTIONS,
+    LEGACY_MANIFEST_VERSION,
     BackupRefused,
     manifest_heads,
     parse_manifest,
     store_facts,
 )
+from engram_memory.host.recovery.overlay import RestoringVault
 from engram_memory.host.settings import HostPaths
+from engram_memory.stores.sql.vault import AdoptedCounts
 from engram_memory.stores.sqlite.store import IN_MEMORY, SQLiteStore
 
 # Why a restore erased a body: its data key was destroyed (forget, withdraw, admission) after the backup.
@@ -47,6 +64,8 @@ class RestoreReport:
     settled: Settled
     indexed: int
     records: int
+    adopted: Adopted | None  # None for a format-1 archive, which carries no keys
+    added: AdoptedCounts | None
 
 
 def restore_home(
@@ -54,21 +73,21 @@ def restore_home(
     source: Path,
     *,
     decided_by: str,
+    recovery_key: RecoveryKey | None = None,
     clock: Clock | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RestoreReport:
-    """Restores `source` into the home's empty store; `progress(done, total)` follows the re-indexing of
-    its bodies (re-embedding included), the long part.
+    """Restores `source` into the home's empty store; `recovery_key` (else the home's own) opens it.
+    `progress(done, total)` follows the re-indexing of its bodies (re-embedding included), the long part.
 
-    Raises BackupRefused (BACKUP_INVALID, RESTORE_REFUSED), HomeError, KeyFileError.
+    Raises BackupRefused (BACKUP_INVALID, RESTORE_REFUSED), HomeError, KeyFileError, OSError.
     """
     backend = store_backend(paths)
-    needed_files = [paths.kek_file, paths.secret_file, *vault_backend(paths).needed_files()]
-    for needed in needed_files:
+    for needed in [paths.kek_file, paths.secret_file, *vault_backend(paths).needed_files()]:
         if not needed.exists():
             raise BackupRefused(
-                f"RESTORE_REFUSED: keys/{needed.name} is missing: a restore needs this home's own keys folder,"
-                " which no backup holds"
+                f"RESTORE_REFUSED: keys/{needed.name} is missing: run 'engram-memory init' first"
+                " (on a new machine, restore into the fresh home with --recovery-key)"
             )
     backend.refuse_unless_empty()
     try:
@@ -76,27 +95,99 @@ def restore_home(
     except OSError as exc:
         raise BackupRefused(f"BACKUP_INVALID: cannot read {source}: {exc.strerror}") from exc
     try:
-        raw_manifest, snapshot = open_archive(data, lambda salt: backup_key(paths, salt))
+        header = read_header(data)
+        key = _archive_key(paths, header, recovery_key)
+        opened = open_archive(
+            data, lambda _header: key.archive_key(header.salt) if key else backup_key(paths, header.salt)
+        )
     except ArchiveInvalid as exc:
         raise BackupRefused(f"BACKUP_INVALID: {exc}") from exc
-    manifest = parse_manifest(raw_manifest)
-    if manifest["snapshot"] != {"sha256": "sha256:" + hashlib.sha256(snapshot).hexdigest(), "bytes": len(snapshot)}:
-        raise BackupRefused("BACKUP_INVALID: the snapshot does not match the manifest's digest")
-    work = _checked_copy(snapshot, manifest)
+    manifest = parse_manifest(opened.manifest)
+    section = _key_section(paths, opened, manifest, key)
+    work = _checked_copy(opened.snapshot, manifest)
     try:
-        settled, indexed = _settle_and_verify(paths, work, decided_by, clock or SystemClock(), progress)
-        _match_manifest(work, manifest, settled)
-        with work.inspect() as queries:
-            expected = store_facts(queries)
+        vault = open_vault(paths)
+        try:
+            overlay = RestoringVault(vault, section.image if section else None)
+            macs = mac_keys_of(section.home.secret_key) if section else None
+            settled, indexed = _settle_and_verify(
+                paths, work, overlay, macs, decided_by, clock or SystemClock(), progress
+            )
+            _match_manifest(work, manifest, settled)
+            with work.inspect() as queries:
+                expected = store_facts(queries)
+            added = vault.adopt(overlay.additions()) if section else None
+        finally:
+            vault.close()
+        adopted = adopt_home_files(paths, section.home, recovery_key) if section else None
         backend.install_restored(work, expected)
     finally:
         work.close()
-    return RestoreReport(manifest=manifest, settled=settled, indexed=indexed, records=expected["records"]["count"])
+    return RestoreReport(
+        manifest=manifest,
+        settled=settled,
+        indexed=indexed,
+        records=expected["records"]["count"],
+        adopted=adopted,
+        added=added,
+    )
+
+
+def _archive_key(paths: HostPaths, header: Header, given: RecoveryKey | None) -> RecoveryKey | None:
+    """The recovery key that opens a format-2 archive (None for format 1, sealed under keys/secret.key).
+
+    Raises ArchiveInvalid naming the key the archive needs, or BackupRefused when there is none to try.
+    """
+    if header.version == LEGACY_FORMAT_VERSION:
+        if given is not None:
+            raise BackupRefused(
+                "RESTORE_REFUSED: this archive predates recovery keys (format 1): restore it without"
+                " --recovery-key, into the home whose keys/ made it"
+            )
+        return None
+    if given is None:
+        try:
+            given = load_recovery_key(paths)
+        except RecoveryKeyError as exc:
+            raise BackupRefused(f"RESTORE_REFUSED: {exc}; or give the archive's with --recovery-key") from exc
+        whose = "this home's recovery key"
+    else:
+        whose = "the recovery key given"
+    if given.key_id_bytes != header.key_id:
+        raise ArchiveInvalid(
+            f"the archive was made under recovery key {shown_key_id(header.key_id)}, and {whose} is"
+            f" {given.key_id}: give the one it was made under with --recovery-key"
+        )
+    return given
+
+
+def _key_section(
+    paths: HostPaths, opened: Opened, manifest: dict[str, Any], key: RecoveryKey | None
+) -> KeySection | None:
+    """Raises BackupRefused BACKUP_INVALID when the archive's parts disagree."""
+    if manifest["snapshot"] != {
+        "sha256": "sha256:" + hashlib.sha256(opened.snapshot).hexdigest(),
+        "bytes": len(opened.snapshot),
+    }:
+        raise BackupRefused("BACKUP_INVALID: the snapshot does not match the manifest's digest")
+    legacy = opened.header.version == LEGACY_FORMAT_VERSION
+    if legacy != (manifest["format_version"] == LEGACY_MANIFEST_VERSION):
+        raise BackupRefused("BACKUP_INVALID: the archive's header and manifest are of different formats")
+    if key is None or opened.keys is None:
+        return None
+    if manifest["keys"]["sha256"] != "sha256:" + hashlib.sha256(opened.keys).hexdigest():
+        raise BackupRefused("BACKUP_INVALID: the key section does not match the manifest's digest")
+    try:
+        return decode_section(opened.keys, key.data_keys_key(opened.header.salt), load_keyring(paths))
+    except ArchiveInvalid as exc:
+        raise BackupRefused(f"BACKUP_INVALID: {exc}") from exc
 
 
 def _settle_and_verify(
     paths: HostPaths,
     work: SQLiteStore,
+    vault: KeyVault,
+    macs: MacKeys | None,
     decided_by: str,
     clock: Clock,
     progress: Callable[[int, int], None] | None = None,
@@ -105,21 +196,17 @@ def _settle_and_verify(
 
     Returns what was settled and how many records were indexed; raises BackupRefused RESTORE_REFUSED.
     """
-    vault = open_vault(paths)
-    try:
-        engine = working_engine(paths, work, vault, clock)
-        settled = engine.settle_shredded(decided_by=decided_by, reason_ref=RESTORE_REASON)
-        rebuilt = engine.rebuild_indexes(progress)
-        if rebuilt.unopened:
-            raise BackupRefused(
-                f"RESTORE_REFUSED: BLOB_MISSING: {rebuilt.unopened} bodies do not open with this home's keys"
-                " and were not destroyed (keys/ older than the backup, or another home's); nothing was written"
-            )
-        verified = engine.verify(full=True)
-        if verified.first is not None:
-            _refuse(verified.first.line)
-    finally:
-        vault.close()
+    engine = working_engine(paths, work, vault, clock, macs)
+    settled = engine.settle_shredded(decided_by=decided_by, reason_ref=RESTORE_REASON)
+    rebuilt = engine.rebuild_indexes(progress)
+    if rebuilt.unopened:
+        raise BackupRefused(
+            f"RESTORE_REFUSED: BLOB_MISSING: {rebuilt.unopened} bodies do not open with this home's keys"
+            " or the archive's and were not destroyed; nothing was written"
+        )
+    verified = engine.verify(full=True)
+    if verified.first is not None:
+        _refuse(verified.first.line)
     return settled, rebuilt.indexed
 
 

@@ -21,7 +21,8 @@ from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import VAULT_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.store import CONNECT_TIMEOUT_S, SchemaNotCurrent
 from engram_memory.stores.sql.issued import INSERT_ISSUED, ISSUED_NEWEST_FIRST, WAS_ISSUED, issued_row, issued_values
-from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
+from engram_memory.stores.sql.vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
+from engram_memory.stores.sql.vault_image import adopt_image, read_image
 
 logger = logging.getLogger(__name__)
 
@@ -235,6 +236,15 @@ class PostgresKeyVault:
             keys = int(db.execute("SELECT count(*) FROM data_keys").fetchone()[0])
             destroyed = int(db.execute("SELECT count(*) FROM shredded").fetchone()[0])
         return VaultCounts(keys=keys, destroyed=destroyed)
+
+    def image(self) -> VaultImage:
+        with self._tx() as db:
+            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return read_image(db)
+
+    def adopt(self, image: VaultImage) -> AdoptedCounts:
+        with self._tx() as db:
+            return adopt_image(db, image)
 
     def close(self) -> None:
         self._pool.close()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from engram_memory.engine.ports.store import KeyVault, Scope, WrappedKey
+from engram_memory.engine.ports.store import IssuedBindingRow, KeyVault, RevocationRow, Scope, WrappedKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,44 @@ class Rewrap:
     owner_id: str
     old_kek_id: str
     key: WrappedKey
+
+
+@dataclass(frozen=True, slots=True)
+class HeldKey:
+    """A data key with the time it was put, as a backup carries it."""
+
+    owner_id: str
+    scope: Scope
+    key: WrappedKey
+    created_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DestroyedKey:
+    """One line of the vault's log of destroyed keys: ids and time only."""
+
+    owner_id: str
+    scope: Scope
+    destroyed_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class VaultImage:
+    """What a backup carries of a vault, and what a restore adds to one: keys, and the logs that must
+    outlive any store (destroyed keys, revocations, issued bindings)."""
+
+    keys: list[HeldKey]
+    destroyed: list[DestroyedKey]
+    revocations: list[RevocationRow]
+    issued: list[IssuedBindingRow]
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptedCounts:
+    keys: int
+    destroyed: int
+    revocations: int
+    issued: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +90,12 @@ class HostKeyVault(KeyVault, Protocol):
         ...
 
     def counts(self) -> VaultCounts: ...
+
+    def image(self) -> VaultImage:
+        """Every key, destroyed id, revocation and issued binding, read in one transaction."""
+        ...
+
+    def adopt(self, image: VaultImage) -> AdoptedCounts:
+        """Adds what the vault lacks of `image`, in one transaction: a key is never added once destroyed
+        here or in the image, and nothing the vault holds is replaced. Idempotent; returns what was added."""
+        ...

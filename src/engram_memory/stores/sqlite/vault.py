@@ -14,7 +14,8 @@ from pathlib import Path
 
 from engram_memory.engine.ports.store import IssuedBindingRow, RevocationRow, Scope, WrappedKey
 from engram_memory.stores.sql.issued import INSERT_ISSUED, ISSUED_NEWEST_FIRST, WAS_ISSUED, issued_row, issued_values
-from engram_memory.stores.sql.vault import Rewrap, VaultCounts, VaultKey
+from engram_memory.stores.sql.vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
+from engram_memory.stores.sql.vault_image import adopt_image, read_image
 from engram_memory.stores.sqlite.faults import SQLITE
 from engram_memory.stores.sqlite.migrate import migrate
 
@@ -260,6 +261,20 @@ class SQLiteKeyVault:
             keys = int(self._db.execute("SELECT count(*) FROM data_keys").fetchone()[0])
             destroyed = int(self._db.execute("SELECT count(*) FROM shredded").fetchone()[0])
         return VaultCounts(keys=keys, destroyed=destroyed)
+
+    def image(self) -> VaultImage:
+        with self._lock, SQLITE.translated(undo=self._rollback):
+            self._db.execute("BEGIN")
+            image = read_image(self._db)
+            self._db.execute("COMMIT")
+        return image
+
+    def adopt(self, image: VaultImage) -> AdoptedCounts:
+        with self._lock, SQLITE.translated(undo=self._rollback):
+            self._db.execute("BEGIN IMMEDIATE")
+            added = adopt_image(self._db, image)
+            self._db.execute("COMMIT")
+        return added
 
     def close(self) -> None:
         with self._lock:
