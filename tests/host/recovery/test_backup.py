@@ -40,7 +40,7 @@ from engram_memory.host.recovery.manifest import JOURNAL_ROOT_DOMAIN
 from engram_memory.host.recovery.restore import RESTORE_REASON, restore_home
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
-from tests.host.clirun import assert_one_line_failure, cli
+from tests.host.clirun import assert_one_line_failure, cli, cli_process
 from tests.support.homes import bind, engine_for, make_home
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import unique_key
@@ -616,3 +616,16 @@ def test_key_section_that_disagrees_with_the_manifest_digest_is_backup_invalid(b
     _wipe_store(paths)
     line = assert_one_line_failure(cli("restore", forged, "--home", paths.home))
     assert line == "engram-memory: error: BACKUP_INVALID: the key section does not match the manifest's digest"
+
+
+def test_restore_at_a_terminal_shows_a_progress_bar_of_its_re_indexing(backed: Backed) -> None:
+    """At a terminal (rich told so by TTY_COMPATIBLE / TTY_INTERACTIVE) the long part shows how far it got;
+    through a pipe, stdout stays the result alone."""
+    paths, archive = backed.paths, backed.archive
+    _wipe_store(paths)
+    done = cli_process("restore", archive, "--home", paths.home, env={"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"})
+    assert done.code == 0, done.stderr
+    assert "re-indexing bodies" in done.stdout and f"{len(backed.ids) + 1}/{len(backed.ids) + 1}" in done.stdout
+    shutil.rmtree(paths.store_dir)
+    piped = cli("restore", archive, "--home", paths.home)
+    assert piped.code == 0 and "re-indexing" not in piped.stdout and piped.stdout.startswith("restored the backup")
