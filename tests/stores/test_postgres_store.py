@@ -217,7 +217,7 @@ def _mutate(store: PostgresStore, attempts: list[int]) -> dict[str, Any]:
         return {"cursor": event(tx, SCOPE_A).cursor}
 
     deps = SimpleNamespace(store=store)
-    return run_mutation(deps, Tool.CAPTURE, {"idempotency_key": "k" * 16}, body)  # type: ignore[arg-type]
+    return run_mutation(deps, SCOPE_A, Tool.CAPTURE, {"idempotency_key": "k" * 16}, body)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("at_commit", [False, True], ids=["in-body", "at-commit"])

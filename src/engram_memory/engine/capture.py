@@ -78,7 +78,11 @@ def capture(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, A
     gate_failed (when the binding requires confirmation), STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
     policy = deps.policies.current()
     return run_mutation(
-        deps, Tool.CAPTURE, arguments, lambda tx, op_digest: _capture(deps, tx, call, arguments, policy, op_digest)
+        deps,
+        call.scope,
+        Tool.CAPTURE,
+        arguments,
+        lambda tx, op_digest: _capture(deps, tx, call, arguments, policy, op_digest),
     )
 
 

@@ -26,6 +26,7 @@ MAX_ATTEMPTS = 3
 
 def run_mutation(
     deps: Deps,
+    scope: Scope,
     tool: Tool,
     arguments: Mapping[str, Any],
     body: Body,
@@ -44,7 +45,7 @@ def run_mutation(
     (verify counts such keys).
     """
     op_digest = operation_digest(tool, arguments)
-    result = _run_body(deps, body, op_digest)
+    result = _run_body(deps, scope, body, op_digest)
     if result is None:
         raise ContractError(ErrorCode.GATE_FAILED)
     if after_commit is not None:
@@ -54,10 +55,10 @@ def run_mutation(
     return result
 
 
-def _run_body(deps: Deps, body: Body, op_digest: str) -> dict[str, Any] | None:
+def _run_body(deps: Deps, scope: Scope, body: Body, op_digest: str) -> dict[str, Any] | None:
     for _attempt in range(MAX_ATTEMPTS):
         try:
-            with deps.store.write() as tx:
+            with deps.store.write(scopes=(scope,)) as tx:
                 return body(tx, op_digest)
         except TransientConflict:
             continue

@@ -55,6 +55,7 @@ def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> d
 
     return run_mutation(
         deps,
+        call.scope,
         Tool.REQUEST_ADMISSION,
         arguments,
         lambda tx, op_digest: _admit(deps, tx, call, arguments, policy, op_digest),

@@ -40,6 +40,7 @@ def withdraw(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, 
 
     return run_mutation(
         deps,
+        call.scope,
         Tool.WITHDRAW,
         arguments,
         lambda tx, op_digest: _withdraw(deps, tx, call, arguments, op_digest),
@@ -58,6 +59,7 @@ def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
 
     return run_mutation(
         deps,
+        call.scope,
         Tool.FORGET,
         arguments,
         lambda tx, op_digest: _forget(deps, tx, call, arguments, op_digest),

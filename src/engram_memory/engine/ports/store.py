@@ -7,7 +7,7 @@ calls here; review, maintenance and operations in their own modules).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -155,10 +155,15 @@ class Store(Protocol):
     """Where state lives. A driver's error reaches the engine only as a StoreError, whose fault
     (busy, corrupt, full, ...) the store classified from its driver's own codes."""
 
-    def write(self, *, synced: bool = True) -> AbstractContextManager[StoreTx]:
+    def write(self, *, synced: bool = True, scopes: Collection[Scope] | None = None) -> AbstractContextManager[StoreTx]:
         """A serialised write transaction; ContractError STORE_UNAVAILABLE before commit,
         MUTATION_OUTCOME_UNKNOWN when the commit itself fails, TransientConflict when the store
         rolled it back for a concurrent transaction (the body may run again).
+
+        `scopes` names every scope whose rows the transaction reads to decide or writes: it is
+        serialised against every other writer of those scopes, and a store may let writers of other
+        scopes commit beside it. An empty collection writes rows of no scope's state (audit rows);
+        None (the default) is serialised against every writer of the store.
 
         `synced=False` (audit rows only) commits without waiting for the disk: a power cut may lose
         the last such rows, never a mutation, and the next synced commit carries them to disk."""

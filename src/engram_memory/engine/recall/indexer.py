@@ -115,7 +115,7 @@ class VectorIndexer:
         if not ready:
             return
         try:
-            with self._store.write(synced=False) as tx:
+            with self._store.write(synced=False, scopes={scope for scope, _ in ready}) as tx:
                 for scope, item in ready:
                     tx.put_vector(scope, item.record_id, item.vector_id, to_bytes(item.vector), item.subject)
         except Exception as exc:  # a background thread: nothing to return an error to

@@ -281,7 +281,7 @@ def _keep(deps: Deps, call: Call, embedded: list[Embedded]) -> None:
     if deps.semantic is None:
         return
     try:
-        with deps.store.write(synced=False) as tx:
+        with deps.store.write(synced=False, scopes=(call.scope,)) as tx:
             for item in embedded:
                 tx.put_vector(call.scope, item.record_id, item.vector_id, to_bytes(item.vector), item.subject)
     except ContractError:

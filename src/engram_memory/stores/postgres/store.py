@@ -1,9 +1,12 @@
 """The server store: PostgreSQL through a psycopg connection pool, shared by several server processes.
 
-Every write is one READ COMMITTED transaction that first takes one transaction-scoped advisory lock
-(the same key for every writer): writers queue exactly as SQLite's BEGIN IMMEDIATE makes them queue,
-across processes and machines, which keeps the journal's dense cursors and every read-then-write of
-the engine simply correct. Reads are REPEATABLE READ READ ONLY snapshots and never wait for writers.
+Every write is one READ COMMITTED transaction that first takes transaction-scoped advisory locks: one
+per scope it names (in one order, so two writers never deadlock), beneath the database's write lock
+taken shared. Writers of one scope queue exactly as SQLite's BEGIN IMMEDIATE makes them queue, across
+processes and machines, which keeps each scope's journal chain, dense cursors, idempotency keys and
+every read-then-write of the engine simply correct; writers of other scopes commit beside them. A
+writer that names no scope (the host's whole-store work) takes the write lock exclusively and waits
+for all of them. Reads are REPEATABLE READ READ ONLY snapshots and never wait for writers.
 
 Driver errors are translated here, at the transaction boundary (through `POSTGRES`, which names the
 fault from the server's SQLSTATE): a failure before COMMIT is
@@ -14,12 +17,14 @@ MUTATION_OUTCOME_UNKNOWN (the caller resolves it by retrying with the same idemp
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 import psycopg
 
 from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports.rows import Scope
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
@@ -30,7 +35,8 @@ from engram_memory.stores.sql.connection import StatementTracer
 DEFAULT_POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 10.0
 LOCK_TIMEOUT = "10s"  # how long a writer waits for the write lock, as SQLite's busy timeout
-# pg_advisory_xact_lock key every writer of one database takes ("engram-w" in ASCII).
+# pg_advisory_xact_lock key every writer of one database takes ("engram-w" in ASCII): shared by writers
+# of named scopes, exclusive for a writer of the whole store.
 WRITE_LOCK = 0x656E6772616D2D77
 # The tables that held erased bodies and index rows: VACUUM removes their dead row versions.
 ERASED_TABLES = ("sealed_bodies", "lexical_index", "record_vectors")
@@ -91,7 +97,9 @@ class PostgresStore:
             return self._pool.getconn(timeout=self._timeout_s)
 
     @contextmanager
-    def _transaction(self, connection: Connection, begin: str, *, writer: bool) -> Iterator[PostgresTx]:
+    def _transaction(
+        self, connection: Connection, begin: str, *, writer: bool, scopes: Collection[Scope] | None = None
+    ) -> Iterator[PostgresTx]:
         """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE or TransientConflict."""
         db = PsycopgConnection(connection, self._tracer)
         # A conflict rolls back the whole body, which the engine may therefore run again.
@@ -99,8 +107,19 @@ class PostgresStore:
             db.execute(begin)
             if writer:
                 db.execute("SELECT set_config('lock_timeout', ?, true)", (LOCK_TIMEOUT,))
-                # One lock for every writer: simple, and obviously as serial as SQLite's BEGIN IMMEDIATE.
-                db.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+                if scopes is None:
+                    db.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+                else:
+                    # The target list is evaluated in order: the shared lock, then the first scope's.
+                    keys = sorted({scope_lock_key(scope) for scope in scopes})
+                    if keys:
+                        db.execute(
+                            "SELECT pg_advisory_xact_lock_shared(?), pg_advisory_xact_lock(?)", (WRITE_LOCK, keys[0])
+                        )
+                    else:
+                        db.execute("SELECT pg_advisory_xact_lock_shared(?)", (WRITE_LOCK,))
+                    for key in keys[1:]:
+                        db.execute("SELECT pg_advisory_xact_lock(?)", (key,))
         try:
             with POSTGRES.translated(failed="transaction failed before commit", conflicts_rerun=True):
                 yield PostgresTx(db)
@@ -109,10 +128,11 @@ class PostgresStore:
             raise
 
     @contextmanager
-    def write(self, *, synced: bool = True) -> Iterator[PostgresTx]:
+    def write(self, *, synced: bool = True, scopes: Collection[Scope] | None = None) -> Iterator[PostgresTx]:
         connection = self._checkout()
         try:
-            with self._transaction(connection, "BEGIN ISOLATION LEVEL READ COMMITTED", writer=True) as tx:
+            begin = "BEGIN ISOLATION LEVEL READ COMMITTED"
+            with self._transaction(connection, begin, writer=True, scopes=scopes) as tx:
                 if not synced:
                     tx.relax_commit()
                 yield tx
@@ -195,6 +215,13 @@ class PostgresStore:
         if self._erasure_pending:
             self.erase_physically()
         self._pool.close()
+
+
+def scope_lock_key(scope: Scope) -> int:
+    """The advisory lock key of one scope: 64 bits of a digest of its name. Two scopes that share a
+    key (odds 2^-64 a pair) only queue on each other; none shares the write lock's key in practice."""
+    raw = hashlib.sha256(f"engram-memory/scope-lock/{scope.tenant}\x00{scope.workspace}".encode()).digest()
+    return int.from_bytes(raw[:8], "big", signed=True)
 
 
 def _rollback(db: PsycopgConnection) -> None:

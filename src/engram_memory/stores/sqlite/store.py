@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from engram_memory.contract.errors import ErrorCode
+from engram_memory.engine.ports.rows import Scope
 from engram_memory.stores.sql.connection import StatementTracer
 from engram_memory.stores.sqlite import postings
 from engram_memory.stores.sqlite.faults import SQLITE
@@ -118,7 +119,8 @@ class SQLiteStore:
             raise
 
     @contextmanager
-    def write(self, *, synced: bool = True) -> Iterator[SQLiteTx]:
+    def write(self, *, synced: bool = True, scopes: Collection[Scope] | None = None) -> Iterator[SQLiteTx]:
+        """Every writer of the file queues on BEGIN IMMEDIATE, whatever its `scopes`."""
         with self._lock:
             if self._batching:
                 with self._savepoint() as tx:
