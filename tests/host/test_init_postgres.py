@@ -86,7 +86,13 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
         "pool_size": 4,
     }
     with postgres_cluster.connect(OWNER_ROLE, _dbname(store)) as db:
-        assert [row[0] for row in db.execute("SELECT version FROM schema_migrations ORDER BY version")] == [1, 2, 3, 4]
+        assert [row[0] for row in db.execute("SELECT version FROM schema_migrations ORDER BY version")] == [
+            1,
+            2,
+            3,
+            4,
+            5,
+        ]
         forced = db.execute(
             "SELECT relname FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relkind = 'r' ORDER BY 1"
         ).fetchall()
@@ -97,6 +103,8 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
             "idempotency",
             "journal",
             "lexical_index",
+            "lexical_postings",
+            "lexical_terms",
             "record_vectors",
             "records",
             "scopes",
@@ -111,6 +119,8 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
         "records": {"SELECT", "INSERT", "UPDATE"},
         "sealed_bodies": {"SELECT", "INSERT", "DELETE"},
         "lexical_index": {"SELECT", "INSERT", "DELETE"},
+        "lexical_postings": {"SELECT", "INSERT", "DELETE"},
+        "lexical_terms": {"SELECT", "INSERT", "UPDATE", "DELETE"},
         "record_vectors": {"SELECT", "INSERT", "DELETE"},
         "tombstones": {"SELECT", "INSERT"},
         "idempotency": {"SELECT", "INSERT"},
@@ -148,7 +158,7 @@ def test_second_init_is_idempotent_and_takes_back_extra_privileges(
     assert paths.config.read_bytes() == config
     assert _privileges(postgres_cluster, store, APP_ROLE) == granted
     with postgres_cluster.connect(OWNER_ROLE, _dbname(store)) as db:
-        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (4,)
+        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (5,)
 
 
 def test_init_without_a_vault_keeps_the_keys_in_the_home(tmp_path: Path, pg_url: str) -> None:
@@ -298,3 +308,32 @@ def test_a_store_that_cannot_be_reached_is_named_with_its_port_and_the_drivers_r
     line = assert_one_line_failure(cli("stats", "--home", paths.home))
     assert line.startswith(ERROR + "cannot connect to PostgreSQL (database engram on 127.0.0.1 port 1: "), line
     assert "Connection refused" in line
+
+
+def test_an_upgraded_store_gets_its_postings_and_the_runtime_role_its_new_privileges(
+    tmp_path: Path, postgres_cluster: PostgresCluster
+) -> None:
+    """A store written before schema 5: index rows, no postings tables. The owner's next open (serve's, or
+    any host command's) migrates it, derives the postings once and grants the runtime role the new tables."""
+    paths = make_postgres_home(tmp_path / "home", postgres_cluster)
+    with open_engine(paths, runtime=True) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        ids = [agent.remember(f"The osprey count {n} was taken at the northern ridge.") for n in range(3)]
+        other = agent.remember("Quarterly access reviews cover every production role.")
+    with postgres_cluster.connect(OWNER_ROLE, _dbname(_store_url(paths))) as db:
+        db.execute("DROP TABLE lexical_postings, lexical_terms")
+        db.execute("DELETE FROM schema_migrations WHERE version = 5")
+    with open_engine(paths) as owner:  # migrates, derives the postings, grants
+        assert owner.verify(full=True).first is None
+    with open_engine(paths, runtime=True) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        assert sorted(agent.found_ids("osprey northern ridge")[:3]) == sorted(ids)
+        assert agent.found_ids("access reviews production")[:1] == [other]
+    with postgres_cluster.connect(OWNER_ROLE, _dbname(_store_url(paths))) as db:
+        assert db.execute("SELECT count(DISTINCT rid) FROM lexical_postings").fetchone() == (4,)
+
+
+def _store_url(paths: HostPaths) -> str:
+    from engram_memory.host.compose import store_settings
+
+    return store_settings(paths).store

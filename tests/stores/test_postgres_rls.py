@@ -41,6 +41,9 @@ STORE_TABLES = {
     "records": "record_id",
     "sealed_bodies": "owner_id",
     "lexical_index": "rid",
+    "lexical_postings": "term",
+    "lexical_terms": "term",
+    "record_vectors": "rid",
     "tombstones": "payload_digest",
     "idempotency": "idem_key",
     "confirmations": "confirmation_id",
@@ -57,6 +60,7 @@ def _fill_store(store: PostgresStore) -> None:
             tx.insert_candidate(candidate(scope, f"cand_{suffix}"))
             tx.insert_record(record(scope, f"mem_{suffix}"))
             tx.index_record(scope, f"mem_{suffix}", fields(primary=f"shared word{suffix}"), tokenizer=TOKENIZER_ID)
+            tx.put_vector(scope, f"mem_{suffix}", "model-1", b"\x00" * 8, "shared")
             tx.put_body(scope, f"mem_{suffix}", SealedBody(b"n" * 12, b"secret-" + suffix.encode()))
             tx.add_tombstone(scope, [f"sha256:{suffix}"], 1)
             tx.put_idempotency(idempotency(scope, f"key-00000000000000{suffix}"))
@@ -105,6 +109,16 @@ def _tenants_seen(db: psycopg.Connection[tuple[object, ...]], table: str) -> lis
     return [str(row[0]) for row in rows]
 
 
+def test_every_table_with_a_tenant_column_is_checked_here(postgres_cluster: PostgresCluster, database: str) -> None:
+    """A table added later with tenant rows joins the checks below, or this fails."""
+    with postgres_cluster.connect(OWNER_ROLE, database) as owner:
+        rows = owner.execute(
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public'"
+            " AND column_name = 'tenant' ORDER BY 1"
+        ).fetchall()
+    assert {str(row[0]) for row in rows} == set(STORE_TABLES)
+
+
 def test_runtime_role_under_tenant_a_reads_no_row_of_tenant_b_in_any_table(
     postgres_cluster: PostgresCluster, database: str, vault_database: str
 ) -> None:
@@ -149,6 +163,9 @@ INSERTS_FOR_B = {
     "sealed_bodies": "INSERT INTO sealed_bodies VALUES ('mem_x', 'tenant-b', 'w', 'n', 'c')",
     "lexical_index": "INSERT INTO lexical_index (rid, tenant, workspace, scope_token, f_primary, f_decision,"
     " f_evidence, f_context, f_citations) VALUES (999, 'tenant-b', 'w', 's', 'x', '', '', '', '')",
+    "lexical_postings": "INSERT INTO lexical_postings VALUES ('tenant-b', 'w', 'x', -1, 999)",
+    "lexical_terms": "INSERT INTO lexical_terms VALUES ('tenant-b', 'w', 'x', 1)",
+    "record_vectors": "INSERT INTO record_vectors VALUES (999, 'tenant-b', 'w', 'm', 'v', 's')",
     "tombstones": "INSERT INTO tombstones VALUES ('tenant-b', 'w', 'sha256:x', 1)",
     "idempotency": "INSERT INTO idempotency VALUES ('tenant-b', 'w', 'p', 'k', 't', 'o', 't', '{}', 1)",
     "confirmations": "INSERT INTO confirmations (confirmation_id, tenant, workspace, principal, agent_id, session,"

@@ -123,6 +123,19 @@ def install(settings: StoreSettings) -> None:
 
     Raises ContractError (STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID), PostgresHomeError.
     """
+    from engram_memory.stores.postgres.store import PostgresStore
+    from engram_memory.stores.postgres.vault import PostgresKeyVault
+
+    PostgresStore(settings.store, pool_size=1).close()
+    if settings.vault is not None:
+        PostgresKeyVault(settings.vault, pool_size=1).close()
+    grant_runtime(settings)
+
+
+def grant_runtime(settings: StoreSettings, *, vault: bool = True) -> None:
+    """Grants the runtime role exactly what agent calls need in the store (and the vault database, with
+    `vault`); none when the home has no runtime role. Run again whenever a migration added a table.
+    Raises PostgresHomeError."""
     import psycopg
 
     from engram_memory.stores.postgres.roles import (
@@ -132,20 +145,15 @@ def install(settings: StoreSettings) -> None:
         grant,
         open_owner_connection,
     )
-    from engram_memory.stores.postgres.store import PostgresStore
-    from engram_memory.stores.postgres.vault import PostgresKeyVault
 
-    PostgresStore(settings.store, pool_size=1).close()
-    if settings.vault is not None:
-        PostgresKeyVault(settings.vault, pool_size=1).close()
     if settings.app_role is None:
         return
     try:
         with open_owner_connection(settings.store) as store:
             grant(store, settings.app_role, STORE_GRANTS)
-        if settings.vault is not None:
-            with open_owner_connection(settings.vault) as vault:
-                grant(vault, settings.app_role, VAULT_GRANTS, VAULT_FUNCTIONS)
+        if vault and settings.vault is not None:
+            with open_owner_connection(settings.vault) as keys:
+                grant(keys, settings.app_role, VAULT_GRANTS, VAULT_FUNCTIONS)
     except psycopg.Error as exc:
         raise PostgresHomeError(f"the runtime role could not be granted its privileges: {type(exc).__name__}") from exc
 

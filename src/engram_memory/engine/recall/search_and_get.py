@@ -26,12 +26,11 @@ from engram_memory.contract.instants import format_instant
 from engram_memory.contract.states import RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
-from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.ports.store import IndexedDoc, RecordRow, StoreTx
-from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest
 from engram_memory.engine.recall.cursors import mint_cursor, open_cursor
+from engram_memory.engine.recall.packets import page_packets, redacted_view
 from engram_memory.engine.recall.ranking import (
     DATE_BOOST,
     FIELDS,
@@ -91,19 +90,6 @@ def eligible(record: RecordRow, valid_at_ms: int) -> bool:
         and record.valid_from_ms <= valid_at_ms
         and (record.valid_to_ms is None or valid_at_ms <= record.valid_to_ms)
         and (record.expires_at_ms is None or record.expires_at_ms > valid_at_ms)
-    )
-
-
-def _redacted_view(
-    deps: Deps, tx: StoreTx, record: RecordRow, policy: AdmissionPolicy
-) -> tuple[dict[str, Any], list[str], str]:
-    view, removed = redact(
-        record_view(record, read_payload(deps, tx, record.scope, record.record_id, "record")), policy.redact_fields
-    )
-    return (
-        view,
-        removed,
-        redaction_receipt_digest(record.record_id, record.payload_digest, removed, policy.digest),
     )
 
 
@@ -347,27 +333,7 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
             else _hybrid(deps, cache, tx, call, arguments["query"], valid_as_of, generation)
         )
         ranked = ranking.ranked
-        packets: list[dict[str, Any]] = []
-        used = 0
-        for position, scored in enumerate(ranked[offset : offset + limit], start=offset + 1):
-            record = tx.get_record(call.scope, scored.doc_id)
-            if record is None:
-                raise ContractError(ErrorCode.BLOB_MISSING)
-            view, removed, redaction_digest = _redacted_view(deps, tx, record, policy)
-            packet = {
-                "record": view,
-                "redacted_fields": removed,
-                "redaction_receipt_digest": redaction_digest,
-                "score": scored.score,
-                "rank": position,
-            }
-            size = len(canonical_json(packet))
-            if used + size > budget:
-                if not packets:
-                    raise ContractError(ErrorCode.PROJECTION_OVERSIZED)
-                break
-            packets.append(packet)
-            used += size
+        packets = page_packets(deps, tx, call.scope, ranked[offset : offset + limit], offset + 1, policy, budget)
     if ranking.embedded:
         _keep(deps, call, ranking.embedded)
     receipt: dict[str, Any] = {
@@ -410,7 +376,8 @@ def get(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
         record = tx.get_record(call.scope, arguments["record_id"])
         if record is None or not eligible(record, call.now_ms):
             raise ContractError(ErrorCode.NOT_FOUND)
-        view, removed, redaction_digest = _redacted_view(deps, tx, record, policy)
+        payload = read_payload(deps, tx, call.scope, record.record_id, "record")
+        view, removed, redaction_digest = redacted_view(record, payload, policy)
         head = tx.head(call.scope) or journal.initial_head(call.scope)
     now = format_instant(call.now_ms)
     read_receipt: dict[str, Any] = {

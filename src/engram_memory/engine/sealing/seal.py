@@ -52,6 +52,11 @@ def open_sealed(keyring: KeyRing, vault: KeyVault, scope: Scope, owner_id: str, 
     key = vault.get(scope, owner_id)
     if key is None:
         raise ContractError(ErrorCode.BLOB_MISSING)
+    return open_with_key(keyring, key, scope, owner_id, kind, body)
+
+
+def open_with_key(keyring: KeyRing, key: WrappedKey, scope: Scope, owner_id: str, kind: str, body: SealedBody) -> bytes:
+    """The body opened with its wrapped key, already read. Raises ContractError BLOB_MISSING when it does not open."""
     data_key = keyring.unwrap(key.kek_id, key.wrapped)
     try:
         return AESGCM(data_key).decrypt(body.nonce, body.ciphertext, body_aad(scope, owner_id, kind))

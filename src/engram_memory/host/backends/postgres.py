@@ -57,7 +57,15 @@ class PostgresStoreBackend:
         with postgres_home_errors(url):
             url = postgres_home.runtime_url(settings, settings.store) if runtime else settings.store
         with postgres_home_errors(url):
-            return PostgresStore(url, pool_size=settings.pool_size, run_migrations=not runtime)
+            store = PostgresStore(url, pool_size=settings.pool_size, run_migrations=not runtime)
+        if store.migrated:  # an upgrade added tables: the runtime role needs its privileges on them
+            try:
+                with postgres_home_errors(url):
+                    postgres_home.grant_runtime(settings, vault=False)
+            except BaseException:
+                store.close()
+                raise
+        return store
 
     def sizes(self) -> dict[str, int]:
         return {"store_database_bytes": database_bytes(self._settings.store)}

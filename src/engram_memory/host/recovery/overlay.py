@@ -50,6 +50,10 @@ class RestoringVault:
             return held.key
         return self._home.get(scope, owner_id)
 
+    def get_many(self, scope: Scope, owner_ids: Sequence[str]) -> dict[str, WrappedKey]:
+        found = {owner: key for owner in owner_ids if (key := self.get(scope, owner)) is not None}
+        return found
+
     def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         self._destroyed_now.update(owner_ids)
         return True

@@ -6,7 +6,7 @@ Imported only by the PostgreSQL store and vault, so `import engram_memory` never
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -51,6 +51,16 @@ class PsycopgConnection:
         if self._tracer is not None:
             self._tracer(statement)
         return self.raw.execute(statement, parameters)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> None:
+        """One statement for many parameter rows, pipelined by psycopg (no round trip per row)."""
+        if not rows:
+            return
+        statement = psycopg_sql(sql)
+        if self._tracer is not None:
+            self._tracer(statement)
+        with self.raw.cursor() as cursor:
+            cursor.executemany(statement, rows)
 
 
 def with_user(url: str, user: str) -> str:

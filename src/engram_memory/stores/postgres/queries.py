@@ -4,20 +4,24 @@ Row-level security needs every transaction to name its tenant: `_enter_tenant` s
 for the rest of the transaction (set_config(..., true)) the first time a statement touches a scope,
 and again whenever a host-path transaction moves on to another tenant's rows.
 
-The index keeps the engine's tokens per field and a weighted tsvector over them (GIN): candidates
-are the scope's rows whose tsvector matches any query term, in ts_rank order (ties by record id),
-cut at the engine's pool; the engine then re-scores them with BM25F, exactly as it does SQLite's.
+The index keeps the engine's tokens per field, impact-ordered postings of them (postings.py) and a
+weighted tsvector (GIN). Candidates come from the postings, as on the embedded store; the tsvector
+serves a query of stop words alone and a scope whose validity filters drop most of the postings' best,
+ranked by ts_rank (ties by record id). The engine re-scores every pool with BM25F.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engram_memory.engine.ports.operations import IndexEntry
-from engram_memory.engine.ports.store import IndexedDoc, Scope
+from engram_memory.engine.ports.store import IndexedDoc, IndexStats, Scope
 from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
+from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.connection import PsycopgConnection
+from engram_memory.stores.sql import postings as postings_rules
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.queries.transaction import SqlTx
 
@@ -74,9 +78,14 @@ class PostgresTx(SqlTx):
 
     _db: PsycopgConnection
 
-    def __init__(self, connection: PsycopgConnection) -> None:
+    def __init__(self, connection: PsycopgConnection, *, snapshot: bool = False) -> None:
+        """`snapshot`: a read-only REPEATABLE READ transaction, whose statistics cannot change under it, so
+        a search that asks for them three times reads them once (each read is a round trip)."""
         super().__init__(connection)
         self._tenant: str | None = None
+        self._snapshot = snapshot
+        self._stats: dict[Scope, IndexStats] = {}
+        self._docs: dict[tuple[Scope, str], int] = {}
 
     @property
     def connection(self) -> PsycopgConnection:
@@ -112,6 +121,7 @@ class PostgresTx(SqlTx):
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rid, scope.tenant, scope.workspace, scope_token(scope), *values),
         )
+        postings.add(self._db, scope, rid, dict(zip(FIELDS, values, strict=True)))
         self._shift_stats(scope, 1, [len(value.split()) for value in values], tokenizer)
 
     def unindex_record(self, scope: Scope, record_id: str) -> bool:
@@ -126,6 +136,7 @@ class PostgresTx(SqlTx):
         ).fetchone()
         if row is None:
             return False
+        postings.drop(self._db, scope, rid, {name: str(value or "") for name, value in zip(FIELDS, row, strict=True)})
         self._shift_stats(scope, -1, [-len(str(value).split()) for value in row])
         return True
 
@@ -146,6 +157,8 @@ class PostgresTx(SqlTx):
             f"UPDATE lexical_index SET {assignments} WHERE rid = ? AND tenant = ? AND workspace = ?",  # noqa: S608
             (*values, rid, scope.tenant, scope.workspace),
         )
+        postings.drop(self._db, scope, rid, {name: str(value or "") for name, value in zip(FIELDS, row, strict=True)})
+        postings.add(self._db, scope, rid, dict(zip(FIELDS, values, strict=True)))
         self._shift_stats(
             scope, 0, [len(new.split()) - len(str(old).split()) for old, new in zip(row, values, strict=True)]
         )
@@ -162,6 +175,34 @@ class PostgresTx(SqlTx):
         if not terms:
             return []
         self._enter_tenant(scope.tenant)
+        # As the embedded store (stores/sqlite/queries.py): the postings give the likely best rids, records
+        # and field texts are read for those few; when validity and expiry drop so many of a full batch
+        # that fewer than `limit` remain, or the query is stop words alone, the tsvector ranks the scope.
+        batch = limit + 32
+        posted = postings_rules.posted(terms)
+        if not posted:
+            return self._all_candidates(scope, terms, valid_at_ms, limit)
+        counts = self.term_doc_counts(scope, posted)
+        top = postings.best(self._db, scope, counts, self.index_stats(scope).doc_count, batch)
+        if not top:
+            return []
+        rows = self._db.execute(
+            f"SELECT r.rid, r.record_id, {', '.join('f.' + c for c in _FIELD_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
+            " FROM unnest(?::bigint[]) AS ranked (rid) JOIN records AS r ON r.rid = ranked.rid"
+            " JOIN lexical_index AS f ON f.rid = r.rid"
+            " WHERE r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current'"
+            " AND f.tenant = ? AND f.workspace = ?"
+            " AND r.valid_from_ms <= ? AND (r.valid_to_ms IS NULL OR r.valid_to_ms >= ?)"
+            " AND (r.expires_at_ms IS NULL OR r.expires_at_ms > ?)",
+            (top, scope.tenant, scope.workspace, scope.tenant, scope.workspace, valid_at_ms, valid_at_ms, valid_at_ms),
+        ).fetchall()
+        if len(rows) < limit and len(top) == batch:
+            return self._all_candidates(scope, terms, valid_at_ms, limit)
+        order = {rid: position for position, rid in enumerate(top)}
+        rows.sort(key=lambda row: order[int(row[0])])
+        return [_indexed_doc(row[1:]) for row in rows[:limit]]
+
+    def _all_candidates(self, scope: Scope, terms: Sequence[str], valid_at_ms: int, limit: int) -> list[IndexedDoc]:
         rows = self._db.execute(
             f"SELECT r.record_id, {', '.join('f.' + c for c in _FIELD_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
             " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rid"
@@ -183,26 +224,25 @@ class PostgresTx(SqlTx):
                 limit,
             ),
         ).fetchall()
-        return [
-            IndexedDoc(
-                record_id=row[0],
-                fields=dict(zip(FIELDS, row[1 : 1 + len(FIELDS)], strict=True)),
-                valid_from_ms=row[-2],
-                valid_to_ms=row[-1],
-            )
-            for row in rows
-        ]
+        return [_indexed_doc(row) for row in rows]
 
     def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]:
         self._enter_tenant(scope.tenant)
-        counts: dict[str, int] = {}
-        for term in terms:
-            row = self._db.execute(
-                "SELECT count(*) FROM lexical_index WHERE tsv @@ ?::tsquery AND tenant = ? AND workspace = ?",
-                (in_scope_query(scope, [term]), scope.tenant, scope.workspace),
-            ).fetchone()
-            counts[term] = int(row[0])
-        return counts
+        if not self._snapshot:
+            return postings.doc_counts(self._db, scope, terms)
+        missing = [term for term in dict.fromkeys(terms) if (scope, term) not in self._docs]
+        if missing:
+            for term, docs in postings.doc_counts(self._db, scope, missing).items():
+                self._docs[(scope, term)] = docs
+        return {term: self._docs[(scope, term)] for term in terms}
+
+    def index_stats(self, scope: Scope) -> IndexStats:
+        if not self._snapshot:
+            return super().index_stats(scope)
+        stats = self._stats.get(scope)
+        if stats is None:
+            stats = self._stats[scope] = super().index_stats(scope)
+        return stats
 
     # -- the index as the host's operations see it ------------------------------------------------
     def index_entries(self, scope: Scope) -> list[IndexEntry]:
@@ -229,7 +269,8 @@ class PostgresTx(SqlTx):
 
     def index_integrity_ok(self) -> bool:
         """PostgreSQL's equivalent of FTS5's integrity-check: every stored tsvector is what its tokens
-        give, every row's scope lexeme names its own scope, and the GIN index is valid and ready."""
+        give, every row's scope lexeme names its own scope, the GIN index is valid and ready, and the
+        postings and term counts are exactly what the index rows imply."""
         # Spans scopes on purpose: the check covers the whole index.
         row = self._db.execute(
             "SELECT NOT EXISTS (SELECT 1 FROM lexical_index WHERE tsv IS DISTINCT FROM engram_index_tsvector("
@@ -240,7 +281,9 @@ class PostgresTx(SqlTx):
         if not row[0]:
             return False
         tokens = self._db.execute("SELECT DISTINCT tenant, workspace, scope_token FROM lexical_index").fetchall()
-        return all(scope_token(Scope(tenant=t, workspace=w)) == token for t, w, token in tokens)
+        if not all(scope_token(Scope(tenant=t, workspace=w)) == token for t, w, token in tokens):
+            return False
+        return postings.consistent(self._db)
 
     def indexed_counts(self) -> dict[Scope | None, int]:
         # Spans scopes on purpose: statistics are the host's view of the whole store.
@@ -249,3 +292,13 @@ class PostgresTx(SqlTx):
             " GROUP BY r.tenant, r.workspace"
         )
         return {(None if row[0] is None else Scope(row[0], row[1])): int(row[2]) for row in rows}
+
+
+def _indexed_doc(row: Sequence[Any]) -> IndexedDoc:
+    """(record_id, the field texts in FIELDS order, valid_from_ms, valid_to_ms) as the engine reads them."""
+    return IndexedDoc(
+        record_id=row[0],
+        fields=dict(zip(FIELDS, row[1 : 1 + len(FIELDS)], strict=True)),
+        valid_from_ms=row[-2],
+        valid_to_ms=row[-1],
+    )

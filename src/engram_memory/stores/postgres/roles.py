@@ -23,6 +23,8 @@ STORE_GRANTS: Mapping[str, str] = {
     "records": "SELECT, INSERT, UPDATE",
     "sealed_bodies": "SELECT, INSERT, DELETE",
     "lexical_index": "SELECT, INSERT, DELETE",
+    "lexical_postings": "SELECT, INSERT, DELETE",
+    "lexical_terms": "SELECT, INSERT, UPDATE, DELETE",
     "record_vectors": "SELECT, INSERT, DELETE",
     "tombstones": "SELECT, INSERT",
     "idempotency": "SELECT, INSERT",

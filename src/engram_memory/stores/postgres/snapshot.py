@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from engram_memory.engine.ports.store import Scope, ScopeHead
 from engram_memory.engine.recall.ranking import FIELDS
+from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.connection import PsycopgConnection
 from engram_memory.stores.postgres.queries import scope_token
 
@@ -60,13 +61,17 @@ class PostgresSnapshot:
             cursor.executemany(f"INSERT INTO {_table(table)} ({names}) VALUES ({marks})", list(rows))  # noqa: S608
 
     def insert_index(self, rows: Iterable[tuple[int, Scope, tuple[str, ...]]]) -> None:
+        """The index rows and their postings."""
         names = ", ".join(f"f_{name}" for name in FIELDS)
+        loaded = list(rows)
         with self._db.raw.cursor() as cursor:
             cursor.executemany(
                 f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {names})"  # noqa: S608
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [(rid, scope.tenant, scope.workspace, scope_token(scope), *texts) for rid, scope, texts in rows],
+                [(rid, scope.tenant, scope.workspace, scope_token(scope), *texts) for rid, scope, texts in loaded],
             )
+        for rid, scope, texts in loaded:
+            postings.add(self._db, scope, rid, dict(zip(FIELDS, texts, strict=True)))
 
     def insert_vectors(self, rows: Iterable[tuple[object, ...]]) -> None:
         with self._db.raw.cursor() as cursor:

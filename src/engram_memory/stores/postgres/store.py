@@ -18,6 +18,7 @@ MUTATION_OUTCOME_UNKNOWN (the caller resolves it by retrying with the same idemp
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
@@ -25,12 +26,15 @@ import psycopg
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.ports.rows import Scope
+from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.queries import PostgresTx
 from engram_memory.stores.postgres.snapshot import PostgresSnapshot
 from engram_memory.stores.sql.connection import StatementTracer
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 10.0
@@ -39,7 +43,9 @@ LOCK_TIMEOUT = "10s"  # how long a writer waits for the write lock, as SQLite's 
 # of named scopes, exclusive for a writer of the whole store.
 WRITE_LOCK = 0x656E6772616D2D77
 # The tables that held erased bodies and index rows: VACUUM removes their dead row versions.
-ERASED_TABLES = ("sealed_bodies", "lexical_index", "record_vectors")
+ERASED_TABLES = ("sealed_bodies", "lexical_index", "lexical_postings", "lexical_terms", "record_vectors")
+# Of those, the tables whose rows are plaintext tokens or their derivatives: rewritten after an erasure.
+REWRITTEN_TABLES = ("lexical_index", "lexical_postings", "lexical_terms", "record_vectors")
 REWRITE_LOCK_TIMEOUT = "5s"  # VACUUM FULL waits at most this long for readers of the index to finish
 
 
@@ -74,10 +80,12 @@ class PostgresStore:
         self._timeout_s = connect_timeout_s
         self._tracer = tracer
         self._erasure_pending = False
+        self.migrated: list[int] = []  # the schema versions this open applied
 
         def prepare(connection: Connection) -> None:
             if run_migrations:
-                migrate(connection, STORE_MIGRATIONS)
+                self.migrated = migrate(connection, STORE_MIGRATIONS)
+                _backfill_postings(connection)
             else:
                 behind = pending(connection, STORE_MIGRATIONS)
                 if behind:
@@ -98,7 +106,13 @@ class PostgresStore:
 
     @contextmanager
     def _transaction(
-        self, connection: Connection, begin: str, *, writer: bool, scopes: Collection[Scope] | None = None
+        self,
+        connection: Connection,
+        begin: str,
+        *,
+        writer: bool,
+        scopes: Collection[Scope] | None = None,
+        snapshot: bool = False,
     ) -> Iterator[PostgresTx]:
         """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE or TransientConflict."""
         db = PsycopgConnection(connection, self._tracer)
@@ -122,7 +136,7 @@ class PostgresStore:
                         db.execute("SELECT pg_advisory_xact_lock(?)", (key,))
         try:
             with POSTGRES.translated(failed="transaction failed before commit", conflicts_rerun=True):
-                yield PostgresTx(db)
+                yield PostgresTx(db, snapshot=snapshot)
         except BaseException:
             _rollback(db)
             raise
@@ -161,7 +175,8 @@ class PostgresStore:
     def read(self) -> Iterator[PostgresTx]:
         connection = self._checkout()
         try:
-            with self._transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", writer=False) as tx:
+            begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            with self._transaction(connection, begin, writer=False, snapshot=True) as tx:
                 yield tx
             _rollback(tx.connection)
         finally:
@@ -245,11 +260,28 @@ def _vacuum(db: PsycopgConnection) -> bool:
     if requested is not None and requested[0] is not None:
         db.execute("SELECT set_config('lock_timeout', ?, false)", (REWRITE_LOCK_TIMEOUT,))
         try:
-            db.execute("VACUUM FULL lexical_index, record_vectors")
+            db.execute(f"VACUUM FULL {', '.join(REWRITTEN_TABLES)}")
         finally:
             db.execute("RESET lock_timeout")
         db.execute("DELETE FROM erasure_requests WHERE seq <= ?", (requested[0],))
     return True
+
+
+def _backfill_postings(connection: Connection) -> None:
+    """A store indexed before schema 5 has index rows without postings: the owner derives them once, in one
+    transaction that holds the write lock (two processes starting together do it once)."""
+    db = PsycopgConnection(connection)
+    row = db.execute(
+        "SELECT EXISTS (SELECT 1 FROM lexical_index) AND NOT EXISTS (SELECT 1 FROM lexical_terms)"
+    ).fetchone()
+    if not (row and row[0]):
+        return
+    with connection.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+        if db.execute("SELECT EXISTS (SELECT 1 FROM lexical_terms)").fetchone()[0]:
+            return
+        written = postings.backfill(db)
+    logger.info("derived the impact-ordered postings of %d indexed records", written)
 
 
 def _erasure_requested(connection: Connection) -> bool:

@@ -108,6 +108,17 @@ class PostgresKeyVault:
             ).fetchone()
         return None if row is None else WrappedKey(kek_id=row[0], wrapped=bytes(row[1]))
 
+    def get_many(self, scope: Scope, owner_ids: Sequence[str]) -> dict[str, WrappedKey]:
+        if not owner_ids:
+            return {}
+        with self._tx(scope.tenant) as db:
+            rows = db.execute(
+                "SELECT owner_id, kek_id, wrapped FROM data_keys WHERE tenant = ? AND workspace = ?"
+                " AND owner_id = ANY (?::text[])",
+                (scope.tenant, scope.workspace, list(owner_ids)),
+            ).fetchall()
+        return {str(row[0]): WrappedKey(kek_id=str(row[1]), wrapped=bytes(row[2])) for row in rows}
+
     def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """Idempotent. True once none of the keys is left in a committed state.
 

@@ -17,15 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.ranking import FIELDS, IMPACT_SCALE, idf, term_impacts
-from engram_memory.engine.recall.text import STOP_WORDS, stem
-
-# Postings read per query term: a term held by fewer memories is read whole.
-TERM_DEPTH = 5000
-# Stop words are two fifths of a memory's distinct tokens and almost never query terms (the engine
-# drops them from any query that has another word), so they are counted but get no postings (see
-# posted).
-UNPOSTED: frozenset[str] = frozenset(stem(word) for word in STOP_WORDS)
-
+from engram_memory.stores.sql.postings import TERM_DEPTH, UNPOSTED, posted
 
 # Every index row with its scope and field texts, in rowid order.
 INDEX_ROWS = (
@@ -132,12 +124,6 @@ class PendingPostings:
         )
 
 
-def posted(terms: Sequence[str]) -> list[str]:
-    """The terms that have postings. A stop word among other words only adds to the scores of what they
-    find (its idf is low by nature); a query of stop words alone goes to FTS5."""
-    return [term for term in terms if term not in UNPOSTED]
-
-
 def doc_counts(db: sqlite3.Connection, scope: Scope, terms: Sequence[str]) -> dict[str, int]:
     key = scope_key(scope)
     counts = dict.fromkeys(terms, 0)
@@ -207,3 +193,19 @@ def backfill(db: sqlite3.Connection, rows: Iterable[Sequence[object]]) -> int:
         add(db, Scope(tenant=str(tenant), workspace=str(workspace)), int(str(rid)), fields)
         written += 1
     return written
+
+
+__all__ = [
+    "INDEX_ROWS",
+    "TERM_DEPTH",
+    "UNPOSTED",
+    "PendingPostings",
+    "add",
+    "backfill",
+    "best",
+    "consistent",
+    "doc_counts",
+    "drop",
+    "posted",
+    "scope_key",
+]

@@ -59,6 +59,18 @@ class SQLiteKeyVault:
             ).fetchone()
         return None if row is None else WrappedKey(kek_id=row[0], wrapped=bytes(row[1]))
 
+    def get_many(self, scope: Scope, owner_ids: Sequence[str]) -> dict[str, WrappedKey]:
+        if not owner_ids:
+            return {}
+        marks = ", ".join("?" for _ in owner_ids)
+        with self._lock, SQLITE.translated():
+            rows = self._db.execute(
+                "SELECT owner_id, kek_id, wrapped FROM data_keys WHERE tenant = ? AND workspace = ?"  # noqa: S608
+                f" AND owner_id IN ({marks})",
+                (scope.tenant, scope.workspace, *owner_ids),
+            ).fetchall()
+        return {str(row[0]): WrappedKey(kek_id=str(row[1]), wrapped=bytes(row[2])) for row in rows}
+
     def _rollback(self) -> None:
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")

@@ -200,6 +200,18 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         ).fetchone()
         return None if row is None else record_row(row)
 
+    def get_records(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, RecordRow]:
+        if not record_ids:
+            return {}
+        self._enter_tenant(scope.tenant)
+        marks = ", ".join("?" for _ in record_ids)
+        rows = self._db.execute(
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE tenant = ? AND workspace = ?"  # noqa: S608
+            f" AND record_id IN ({marks})",
+            (scope.tenant, scope.workspace, *record_ids),
+        ).fetchall()
+        return {found.record_id: found for found in map(record_row, rows)}
+
     def set_record_state(self, scope: Scope, record_id: str, state: str, cursor: int) -> None:
         self._enter_tenant(scope.tenant)
         self._db.execute(
@@ -233,6 +245,18 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         if row is None:
             return None
         return SealedBody(nonce=bytes(row[0]), ciphertext=bytes(row[1]))
+
+    def get_bodies(self, scope: Scope, owner_ids: Sequence[str]) -> dict[str, SealedBody]:
+        if not owner_ids:
+            return {}
+        self._enter_tenant(scope.tenant)
+        marks = ", ".join("?" for _ in owner_ids)
+        rows = self._db.execute(
+            "SELECT owner_id, nonce, ciphertext FROM sealed_bodies WHERE tenant = ? AND workspace = ?"  # noqa: S608
+            f" AND owner_id IN ({marks})",
+            (scope.tenant, scope.workspace, *owner_ids),
+        ).fetchall()
+        return {str(row[0]): SealedBody(nonce=bytes(row[1]), ciphertext=bytes(row[2])) for row in rows}
 
     def destroy_body(self, scope: Scope, owner_id: str) -> bool:
         self._enter_tenant(scope.tenant)
