@@ -22,8 +22,6 @@ from engram_memory.engine.ports.store import (
     Scope,
     ScopeHead,
     SealedBody,
-    StoredVector,
-    UnembeddedRecord,
 )
 from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
@@ -32,6 +30,7 @@ from engram_memory.stores.sql.queries.confirmations import ConfirmationQueries
 from engram_memory.stores.sql.queries.maintenance import MaintenanceQueries
 from engram_memory.stores.sql.queries.operations import OperationsQueries
 from engram_memory.stores.sql.queries.review import ReviewQueries
+from engram_memory.stores.sql.queries.vectors import VectorQueries
 from engram_memory.stores.sql.rows import (
     CANDIDATE_COLUMNS,
     EVENT_COLUMNS,
@@ -45,7 +44,7 @@ from engram_memory.stores.sql.rows import (
 LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
 
 
-class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQueries):
+class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQueries, VectorQueries):
     """One open transaction; the store begins and ends it. Subclasses add the full-text index."""
 
     def __init__(self, connection: SqlConnection) -> None:
@@ -279,57 +278,6 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
             if known and body is None:
                 ended.add(owner_id)
         return ended
-
-    # -- semantic index: plain rows in both stores ----------------------------------------------
-    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> bool:
-        self._enter_tenant(scope.tenant)
-        current = (record_id, scope.tenant, scope.workspace)
-        # Another model's vector gives way; this model's first vector stays (both are the same floats).
-        self._db.execute(
-            "DELETE FROM record_vectors WHERE model <> ? AND rid = (SELECT rid FROM records"
-            " WHERE record_id = ? AND tenant = ? AND workspace = ?)",
-            (model, *current),
-        )
-        cursor = self._db.execute(
-            "INSERT INTO record_vectors (rid, tenant, workspace, model, vector, subject)"
-            " SELECT rid, tenant, workspace, ?, ?, ? FROM records"
-            " WHERE record_id = ? AND tenant = ? AND workspace = ? AND state = 'accepted_current'"
-            " ON CONFLICT (rid) DO NOTHING",
-            (model, vector, subject, *current),
-        )
-        return bool(cursor.rowcount)
-
-    def records_without_vector(self, scope: Scope, models: Sequence[str]) -> list[UnembeddedRecord]:
-        self._enter_tenant(scope.tenant)
-        if not models:
-            raise ValueError("records_without_vector needs at least one model")
-        # A record has one vector (put_vector), so "by none of these" is "no row, or a row of another model".
-        marks = ", ".join("?" for _ in models)
-        rows = self._db.execute(
-            "SELECT r.record_id, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms FROM records AS r"  # noqa: S608
-            f" LEFT JOIN record_vectors AS v ON v.rid = r.rid AND v.model IN ({marks})"
-            " WHERE r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current' AND v.rid IS NULL"
-            " ORDER BY r.rid",
-            (*models, scope.tenant, scope.workspace),
-        ).fetchall()
-        return [UnembeddedRecord(row[0], row[1], row[2], row[3]) for row in rows]
-
-    def vectors(self, scope: Scope, model: str) -> list[StoredVector]:
-        self._enter_tenant(scope.tenant)
-        rows = self._db.execute(
-            "SELECT r.record_id, v.vector, v.subject, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms"
-            " FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid"
-            " WHERE v.tenant = ? AND v.workspace = ? AND v.model = ? AND r.state = 'accepted_current'"
-            " ORDER BY v.rid",
-            (scope.tenant, scope.workspace, model),
-        ).fetchall()
-        return [StoredVector(row[0], bytes(row[1]), row[2], row[3], row[4], row[5]) for row in rows]
-
-    def _drop_vector(self, scope: Scope, rid: int) -> None:
-        self._db.execute(
-            "DELETE FROM record_vectors WHERE rid = ? AND tenant = ? AND workspace = ?",
-            (rid, scope.tenant, scope.workspace),
-        )
 
     # -- lexical index: what both stores keep alike (the index itself is the subclass's) -----------
     def _rid(self, scope: Scope, record_id: str) -> int | None:
