@@ -18,15 +18,14 @@ from typing import Any
 
 import pytest
 
-from engram_memory.contract.tools import Tool
 from engram_memory.engine.ports.store import Scope
 from engram_memory.host.compose import open_engine, verify_token
 from engram_memory.host.keys.recovery import load_recovery_key, parse_recovery_key
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli
+from tests.host.recovery.test_backup_postgres import _forget
 from tests.support.homes import STORES, Issued, bind, home_on, make_home
 from tests.support.inprocess import InProcessAgent
-from tests.support.payloads import unique_key
 
 TEXTS = [
     "Deploys need two approvals before the release train leaves.",
@@ -52,14 +51,6 @@ QUERIES = [
 def _ok(done: Done) -> dict[str, Any]:
     assert done.code == 0, done.stderr
     return dict(json.loads(done.stdout)) if done.stdout.strip().startswith("{") else {}
-
-
-def _forget(paths: HostPaths, agent: InProcessAgent, record_id: str) -> None:
-    args = {"record_id": record_id, "idempotency_key": unique_key("forget"), "reason_ref": "reason:t"}
-    assert agent.error_code(Tool.FORGET, args) == "gate_failed"
-    with open_engine(paths) as owner:
-        owner.approve_confirmation(owner.confirmations()[0][0].confirmation_id, decided_by="host:t", ttl_ms=60_000)
-    assert agent.value(Tool.FORGET, args)["receipt"]["to_state"] == "tombstoned"
 
 
 def _searches(paths: HostPaths, issued: Issued) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
@@ -85,21 +85,7 @@ def encode_section(
 
 
 def _issued_fields(row: IssuedBindingRow) -> dict[str, Any]:
-    return {
-        "token_id": row.token_id,
-        "tenant": row.tenant,
-        "workspace": row.workspace,
-        "principal": row.principal,
-        "agent_id": row.agent_id,
-        "session": row.session,
-        "purpose_ref": row.purpose_ref,
-        "grants": sorted(row.grants),
-        "confirm_mutations": row.confirm_mutations,
-        "trust_class": row.trust_class,
-        "issued_at_ms": row.issued_at_ms,
-        "expires_at_ms": row.expires_at_ms,
-        "issued_by": row.issued_by,
-    }
+    return {**asdict(row), "grants": sorted(row.grants)}
 
 
 def decode_section(raw: bytes, wrap_key: bytes, keyring: KeyRing) -> KeySection:

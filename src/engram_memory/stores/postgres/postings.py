@@ -11,9 +11,9 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from engram_memory.engine.ports.store import Scope
-from engram_memory.engine.recall.ranking import FIELDS, IMPACT_SCALE, idf
+from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.postgres.connection import PsycopgConnection
-from engram_memory.stores.sql.postings import TERM_DEPTH, impacts_of
+from engram_memory.stores.sql.postings import TERM_DEPTH, impacts_of, weighted_terms
 
 # Every index row of a record with its scope and field texts, in rid order (for the backfill and the
 # check; a row of no record is the verifier's row count's to name, as on the embedded store).
@@ -73,7 +73,7 @@ def best(db: PsycopgConnection, scope: Scope, counts: Mapping[str, int], doc_cou
     """The rids of the `limit` memories with the most idf-weighted impact over the postings read (ties by
     rid), best first: each term's list (`counts`: the posted terms, with how many memories hold each) is
     read in impact order up to TERM_DEPTH, merged by the server."""
-    weighted = [(term, idf(docs, doc_count) / IMPACT_SCALE) for term, docs in counts.items() if docs]
+    weighted = weighted_terms(counts, doc_count)
     if not weighted:
         return []
     lists = " UNION ALL ".join(

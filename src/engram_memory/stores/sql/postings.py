@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from engram_memory.engine.recall.ranking import term_impacts
+from engram_memory.engine.recall.ranking import IMPACT_SCALE, idf, term_impacts
 from engram_memory.engine.recall.text import STOP_WORDS, stem
 
 # Postings read per query term: a term held by fewer memories is read whole.
@@ -24,6 +24,12 @@ def posted(terms: Sequence[str]) -> list[str]:
     """The terms that have postings. A stop word among other words only adds to the scores of what they
     find (its idf is low by nature); a query of stop words alone goes to the full-text index."""
     return [term for term in terms if term not in UNPOSTED]
+
+
+def weighted_terms(counts: Mapping[str, int], doc_count: int) -> list[tuple[str, float]]:
+    """Each term some memory holds, with the factor that turns its postings' integer impacts into shares
+    of BM25F: its idf in the scope, over the impact scale."""
+    return [(term, idf(docs, doc_count) / IMPACT_SCALE) for term, docs in counts.items() if docs]
 
 
 def impacts_of(fields: Mapping[str, str]) -> tuple[dict[str, int], list[tuple[str, int]]]:

@@ -16,8 +16,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from engram_memory.engine.ports.store import Scope
-from engram_memory.engine.recall.ranking import FIELDS, IMPACT_SCALE, idf, term_impacts
-from engram_memory.stores.sql.postings import TERM_DEPTH, UNPOSTED, posted
+from engram_memory.engine.recall.ranking import FIELDS, term_impacts
+from engram_memory.stores.sql.postings import TERM_DEPTH, UNPOSTED, posted, weighted_terms
 
 # Every index row with its scope and field texts, in rowid order.
 INDEX_ROWS = (
@@ -141,7 +141,7 @@ def best(db: sqlite3.Connection, scope: Scope, terms: Sequence[str], doc_count: 
     (ties by rowid), best first. SQLite merges the lists, so no posting passes through Python."""
     key = scope_key(scope)
     counts = doc_counts(db, scope, terms)
-    weighted = [(term, idf(docs, doc_count) / IMPACT_SCALE) for term, docs in counts.items() if docs]
+    weighted = weighted_terms(counts, doc_count)
     if not weighted:
         return []
     lists = " UNION ALL ".join(
