@@ -102,16 +102,11 @@ def test_a_lost_batch_commit_is_an_unknown_outcome_and_the_import_can_be_sent_ag
         binding = bind(paths).binding
         items = _items([f"Lost-commit note {n} about the harbour crane." for n in range(5)])
         store.armed = True
-        if type(store).__name__.startswith("_Postgres"):
-            # Each write commits alone on PostgreSQL: the first commit is the one that fails.
-            outcomes = engine.import_memories(binding, items)
-            assert outcomes[0].captured["error"]["code"] == "MUTATION_OUTCOME_UNKNOWN"
-        else:
-            with pytest.raises(ContractError) as raised:
-                engine.import_memories(binding, items)
-            assert raised.value.code.value == "MUTATION_OUTCOME_UNKNOWN"
-            with raw_store(paths) as db:
-                assert db.count("records") == 0 and db.count("candidates") == 0
+        with pytest.raises(ContractError) as raised:
+            engine.import_memories(binding, items)
+        assert raised.value.code.value == "MUTATION_OUTCOME_UNKNOWN"
+        with raw_store(paths) as db:
+            assert db.count("records") == 0 and db.count("candidates") == 0
         outcomes = engine.import_memories(binding, items)
         statuses = [o.admitted["output"]["value"]["outcome"]["status"] for o in outcomes if o.admitted]
         assert statuses == ["accepted"] * 5

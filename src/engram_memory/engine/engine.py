@@ -238,7 +238,7 @@ class Engine(HostFront):
         engine = self._pinned()
         outcomes: list[dict[str, Any] | ProtocolFault] = []
         try:
-            with store.batch(), vault.batch():
+            with store.batch(before_commit=vault.commit_pending), vault.batch():
                 outcomes = [engine._alone(call) for call in calls]
         except ContractError:
             logger.error("a shared commit of %d calls failed; none of them is durable", len(calls))
@@ -275,7 +275,7 @@ class Engine(HostFront):
         # (unreadable, each call reports it as its own envelope would).
         engine = self._pinned()
         try:
-            with store.batch(), vault.batch():
+            with store.batch(before_commit=vault.commit_pending), vault.batch():
                 for arguments, admission_key in items:
                     captured = engine.handle(binding, Tool.CAPTURE.value, arguments)
                     admitted = None

@@ -7,7 +7,7 @@ calls here; review, maintenance and operations in their own modules).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -181,10 +181,12 @@ class Store(Protocol):
         """A consistent snapshot for reads; ContractError STORE_UNAVAILABLE on failure."""
         ...
 
-    def batch(self) -> AbstractContextManager[None]:
-        """Writes of this thread inside the block may share one commit (a host's import): each still
-        rolls back alone when it fails, none is durable before the block ends, and the end raises
-        MUTATION_OUTCOME_UNKNOWN when that commit fails. Stores may also commit each write alone."""
+    def batch(self, before_commit: Callable[[], None] | None = None) -> AbstractContextManager[None]:
+        """Writes of this thread inside the block may share commits (a host's import): each still rolls
+        back alone when it fails, and the end raises MUTATION_OUTCOME_UNKNOWN when a commit of the block
+        failed. A store may commit before the block ends (in chunks, or each write alone): it then calls
+        `before_commit` first, which makes durable what the committed bodies need (the vault's keys put
+        so far), and a failure of it fails the batch like a lost commit."""
         ...
 
     def erase_physically(self) -> bool:
@@ -211,6 +213,11 @@ class KeyVault(Protocol):
     def batch(self) -> AbstractContextManager[None]:
         """Keys put inside the block may commit together when it ends, which must precede the store's
         commit of the bodies they open; retire and destroy then wait for run_deferred."""
+        ...
+
+    def commit_pending(self) -> None:
+        """Inside a batch, commits the keys put so far and goes on batching: the store calls it before it
+        commits bodies early (Store.batch). Raises ContractError STORE_UNAVAILABLE; no-op outside one."""
         ...
 
     def run_deferred(self) -> bool:

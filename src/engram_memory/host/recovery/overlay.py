@@ -39,6 +39,9 @@ class RestoringVault:
     def batch(self) -> Iterator[None]:
         yield
 
+    def commit_pending(self) -> None:
+        pass
+
     def run_deferred(self) -> bool:
         return True
 

@@ -6,7 +6,7 @@ Imported only by the PostgreSQL store and vault, so `import engram_memory` never
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -45,12 +45,19 @@ class PsycopgConnection:
     def __init__(self, connection: Connection, tracer: StatementTracer | None = None) -> None:
         self.raw = connection
         self._tracer = tracer
+        self.pipeline: psycopg.Pipeline | None = None  # set while a batch pipelines its statements
 
     def execute(self, sql: str, parameters: Any = (), /) -> SqlCursor:
         statement = psycopg_sql(sql)
         if self._tracer is not None:
             self._tracer(statement)
-        return self.raw.execute(statement, parameters)
+        cursor = self.raw.execute(statement, parameters)
+        return cursor if self.pipeline is None else _PipelinedCursor(cursor, self.pipeline)
+
+    def sync(self) -> None:
+        """Waits for every statement sent so far (pipelined): any of them that failed raises here."""
+        if self.pipeline is not None:
+            self.pipeline.sync()
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> None:
         """One statement for many parameter rows, pipelined by psycopg (no round trip per row)."""
@@ -61,6 +68,28 @@ class PsycopgConnection:
             self._tracer(statement)
         with self.raw.cursor() as cursor:
             cursor.executemany(statement, rows)
+
+
+class _PipelinedCursor:
+    """A pipelined statement's result: fetching waits for it (psycopg does), and so does its row count."""
+
+    def __init__(self, cursor: psycopg.Cursor[tuple[Any, ...]], pipeline: psycopg.Pipeline) -> None:
+        self._cursor = cursor
+        self._pipeline = pipeline
+
+    @property
+    def rowcount(self) -> int:
+        self._pipeline.sync()
+        return self._cursor.rowcount
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._cursor.fetchall())
 
 
 def with_user(url: str, user: str) -> str:

@@ -78,14 +78,20 @@ class PostgresTx(SqlTx):
 
     _db: PsycopgConnection
 
-    def __init__(self, connection: PsycopgConnection, *, snapshot: bool = False) -> None:
+    def __init__(self, connection: PsycopgConnection, *, snapshot: bool = False, tenant: str | None = None) -> None:
         """`snapshot`: a read-only REPEATABLE READ transaction, whose statistics cannot change under it, so
-        a search that asks for them three times reads them once (each read is a round trip)."""
+        a search that asks for them three times reads them once (each read is a round trip). `tenant`:
+        the tenant the transaction already set (app.tenant) before this object saw it."""
         super().__init__(connection)
-        self._tenant: str | None = None
+        self._tenant: str | None = tenant
         self._snapshot = snapshot
         self._stats: dict[Scope, IndexStats] = {}
         self._docs: dict[tuple[Scope, str], int] = {}
+
+    @property
+    def tenant(self) -> str | None:
+        """The tenant row-level security sees now (app.tenant), as this transaction last set it."""
+        return self._tenant
 
     @property
     def connection(self) -> PsycopgConnection:

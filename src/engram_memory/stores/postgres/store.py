@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Collection, Iterator
+import threading
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 
 import psycopg
@@ -27,6 +28,7 @@ import psycopg
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.ports.rows import Scope
 from engram_memory.stores.postgres import postings
+from engram_memory.stores.postgres.batching import WRITE_BEGIN, Batch, begin_writer, only_tenant
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
@@ -80,6 +82,7 @@ class PostgresStore:
         self._timeout_s = connect_timeout_s
         self._tracer = tracer
         self._erasure_pending = False
+        self._batches: dict[int, Batch] = {}  # by thread: each thread's batch is its own
         self.migrated: list[int] = []  # the schema versions this open applied
 
         def prepare(connection: Connection) -> None:
@@ -113,42 +116,44 @@ class PostgresStore:
         writer: bool,
         scopes: Collection[Scope] | None = None,
         snapshot: bool = False,
+        relaxed: bool = False,
     ) -> Iterator[PostgresTx]:
         """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE or TransientConflict."""
         db = PsycopgConnection(connection, self._tracer)
+        tenant = only_tenant(scopes) if writer else None
         # A conflict rolls back the whole body, which the engine may therefore run again.
         with POSTGRES.translated(undo=lambda: _rollback(db), conflicts_rerun=True):
-            db.execute(begin)
             if writer:
-                db.execute("SELECT set_config('lock_timeout', ?, true)", (LOCK_TIMEOUT,))
-                if scopes is None:
-                    db.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
-                else:
-                    # The target list is evaluated in order: the shared lock, then the first scope's.
-                    keys = sorted({scope_lock_key(scope) for scope in scopes})
-                    if keys:
-                        db.execute(
-                            "SELECT pg_advisory_xact_lock_shared(?), pg_advisory_xact_lock(?)", (WRITE_LOCK, keys[0])
-                        )
-                    else:
-                        db.execute("SELECT pg_advisory_xact_lock_shared(?)", (WRITE_LOCK,))
-                    for key in keys[1:]:
-                        db.execute("SELECT pg_advisory_xact_lock(?)", (key,))
+                keys = None if scopes is None else sorted({scope_lock_key(scope) for scope in scopes})
+                begin_writer(
+                    db, write_lock=WRITE_LOCK, lock_timeout=LOCK_TIMEOUT, keys=keys, tenant=tenant, relaxed=relaxed
+                )
+            else:
+                db.execute(begin)
         try:
             with POSTGRES.translated(failed="transaction failed before commit", conflicts_rerun=True):
-                yield PostgresTx(db, snapshot=snapshot)
+                yield PostgresTx(db, snapshot=snapshot, tenant=tenant)
         except BaseException:
             _rollback(db)
             raise
 
+    def _batch_here(self) -> Batch | None:
+        return self._batches.get(threading.get_ident())
+
     @contextmanager
     def write(self, *, synced: bool = True, scopes: Collection[Scope] | None = None) -> Iterator[PostgresTx]:
+        batch = self._batch_here()
+        if batch is not None:
+            if scopes is not None:
+                with batch.savepoint(scopes) as tx:
+                    yield tx
+                return
+            batch.commit(early=True)  # a whole-store writer waits for every other: the batch holds nothing meanwhile
+            if batch.failed:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE)
         connection = self._checkout()
         try:
-            begin = "BEGIN ISOLATION LEVEL READ COMMITTED"
-            with self._transaction(connection, begin, writer=True, scopes=scopes) as tx:
-                if not synced:
-                    tx.relax_commit()
+            with self._transaction(connection, WRITE_BEGIN, writer=True, scopes=scopes, relaxed=not synced) as tx:
                 yield tx
             db = tx.connection
             # The COMMIT may have reached the server before it failed: the outcome is unknown, unless
@@ -162,17 +167,54 @@ class PostgresStore:
                 db.execute("COMMIT")
         finally:
             self._pool.putconn(connection)
+        if self._erasure_pending and batch is None:
+            self.erase_physically()
+
+    @contextmanager
+    def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:
+        """This thread's writes inside the block share transactions (stores/postgres/batching.py): each a
+        savepoint, committed together per scope and every few hundred writes; the end commits the rest
+        and raises MUTATION_OUTCOME_UNKNOWN when any commit of the batch failed."""
+        if self._batch_here() is not None:
+            raise RuntimeError("batches do not nest")
+        connection = self._checkout()
+        db = PsycopgConnection(connection, self._tracer)
+        batch = Batch(
+            db,
+            write_lock=WRITE_LOCK,
+            lock_timeout=LOCK_TIMEOUT,
+            lock_key=scope_lock_key,
+            before_commit=before_commit,
+        )
+        self._batches[batch.thread] = batch
+        try:
+            with (
+                POSTGRES.translated(ErrorCode.MUTATION_OUTCOME_UNKNOWN, failed="batch failed"),
+                connection.pipeline() as pipeline,
+            ):
+                db.pipeline = pipeline
+                try:
+                    yield
+                except BaseException:
+                    batch.rollback()
+                    raise
+                batch.commit(early=False)
+            if batch.failed:
+                raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN)
+        finally:
+            db.pipeline = None
+            del self._batches[batch.thread]
+            self._pool.putconn(connection)
         if self._erasure_pending:
             self.erase_physically()
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Writes inside the block commit one by one, as outside it: PostgreSQL's commits are cheap
-        enough next to its round trips that a shared transaction is not worth the locks it holds."""
-        yield
-
-    @contextmanager
     def read(self) -> Iterator[PostgresTx]:
+        batch = self._batch_here()
+        if batch is not None:  # the batch's own thread reads what it has written so far
+            with batch.savepoint(()) as tx:
+                yield tx
+            return
         connection = self._checkout()
         try:
             begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"

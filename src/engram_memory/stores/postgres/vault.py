@@ -9,8 +9,10 @@ transaction names; destroying keys by id goes through engram_destroy_data_keys, 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import psycopg
 
@@ -29,6 +31,25 @@ logger = logging.getLogger(__name__)
 VAULT_POOL_SIZE = 2
 
 
+@dataclass(frozen=True)
+class _HeldKey:
+    scope: Scope
+    key: WrappedKey
+    at_ms: int
+
+
+@dataclass
+class _Pending:
+    """A thread's batch: keys not committed yet, and retirements that wait for the store's commit."""
+
+    keys: dict[str, _HeldKey] = field(default_factory=dict)
+    deferred: list[tuple[bool, list[str], int]] = field(default_factory=list)  # (final, owner ids, at_ms)
+
+
+def _last(deferred: Sequence[tuple[bool, list[str], int]]) -> int:
+    return max((at for _, _, at in deferred), default=0)
+
+
 class PostgresKeyVault:
     """Every method commits on its own (see the KeyVault port)."""
 
@@ -42,6 +63,8 @@ class PostgresKeyVault:
     ) -> None:
         """Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID, SchemaNotCurrent."""
         self._timeout_s = connect_timeout_s
+        self._batches: dict[int, _Pending] = {}  # by thread, like the store's
+        self._deferred: dict[int, list[tuple[bool, list[str], int]]] = {}
 
         def prepare(connection: Connection) -> None:
             if run_migrations:
@@ -86,21 +109,79 @@ class PostgresKeyVault:
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        """Each key commits on its own, as outside a batch (see PostgresStore.batch)."""
-        yield
+        """This thread's keys put inside the block commit together when it ends (or earlier, when the
+        store commits early: commit_pending), and its thread reads them meanwhile; keys retired or
+        destroyed inside it wait for run_deferred, once the store committed what ended their bodies."""
+        thread = threading.get_ident()
+        if thread in self._batches:
+            raise RuntimeError("batches do not nest")
+        pending = _Pending()
+        self._batches[thread] = pending
+        try:
+            yield
+        finally:
+            del self._batches[thread]
+        # A failed commit here is STORE_UNAVAILABLE: the store has not committed these keys' bodies yet.
+        self._put_all(pending.keys)
+        self._deferred[thread] = pending.deferred
+
+    def commit_pending(self) -> None:
+        """Commits this thread's batch's keys so far, before the store commits their bodies early."""
+        pending = self._batches.get(threading.get_ident())
+        if pending is not None:
+            keys, pending.keys = pending.keys, {}
+            self._put_all(keys)
 
     def run_deferred(self) -> bool:
-        return True
+        deferred = self._deferred.pop(threading.get_ident(), [])
+        done = self.retire([owner for final, owners, _ in deferred if not final for owner in owners], _last(deferred))
+        return (
+            self.destroy([owner for final, owners, _ in deferred if final for owner in owners], _last(deferred))
+            and done
+        )
 
     def put(self, scope: Scope, owner_id: str, key: WrappedKey, at_ms: int) -> None:
-        with self._tx(scope.tenant) as db:
-            db.execute(
-                "INSERT INTO data_keys (owner_id, tenant, workspace, kek_id, wrapped, created_at_ms)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (owner_id, scope.tenant, scope.workspace, key.kek_id, key.wrapped, at_ms),
-            )
+        pending = self._batches.get(threading.get_ident())
+        if pending is not None:
+            pending.keys[owner_id] = _HeldKey(scope, key, at_ms)
+        else:
+            self._put_all({owner_id: _HeldKey(scope, key, at_ms)})
+
+    def _put_all(self, keys: dict[str, _HeldKey]) -> None:
+        """One transaction for all of them, one insert per tenant (row-level security checks each)."""
+        if not keys:
+            return
+        by_tenant: dict[str, list[tuple[str, _HeldKey]]] = {}
+        for owner_id, held in keys.items():
+            by_tenant.setdefault(held.scope.tenant, []).append((owner_id, held))
+        with self._tx() as db:
+            for tenant, rows in by_tenant.items():
+                db.execute("SELECT set_config('app.tenant', ?, true)", (tenant,))
+                db.execute(
+                    "INSERT INTO data_keys (owner_id, tenant, workspace, kek_id, wrapped, created_at_ms)"
+                    " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::bytea[], ?::bigint[])",
+                    (
+                        [owner for owner, _ in rows],
+                        [tenant] * len(rows),
+                        [held.scope.workspace for _, held in rows],
+                        [held.key.kek_id for _, held in rows],
+                        [held.key.wrapped for _, held in rows],
+                        [held.at_ms for _, held in rows],
+                    ),
+                )
+
+    def _held(self, scope: Scope, owner_ids: Sequence[str]) -> dict[str, WrappedKey]:
+        """The keys among these owners that this thread's batch put and has not committed yet."""
+        pending = self._batches.get(threading.get_ident())
+        if pending is None:
+            return {}
+        found = {owner: pending.keys.get(owner) for owner in owner_ids}
+        return {owner: held.key for owner, held in found.items() if held is not None and held.scope == scope}
 
     def get(self, scope: Scope, owner_id: str) -> WrappedKey | None:
+        held = self._held(scope, [owner_id])
+        if held:
+            return held[owner_id]
         with self._tx(scope.tenant) as db:
             row = db.execute(
                 "SELECT kek_id, wrapped FROM data_keys WHERE owner_id = ? AND tenant = ? AND workspace = ?",
@@ -109,15 +190,17 @@ class PostgresKeyVault:
         return None if row is None else WrappedKey(kek_id=row[0], wrapped=bytes(row[1]))
 
     def get_many(self, scope: Scope, owner_ids: Sequence[str]) -> dict[str, WrappedKey]:
-        if not owner_ids:
-            return {}
+        held = self._held(scope, owner_ids)
+        wanted = [owner for owner in owner_ids if owner not in held]
+        if not wanted:
+            return held
         with self._tx(scope.tenant) as db:
             rows = db.execute(
                 "SELECT owner_id, kek_id, wrapped FROM data_keys WHERE tenant = ? AND workspace = ?"
                 " AND owner_id = ANY (?::text[])",
-                (scope.tenant, scope.workspace, list(owner_ids)),
+                (scope.tenant, scope.workspace, wanted),
             ).fetchall()
-        return {str(row[0]): WrappedKey(kek_id=str(row[1]), wrapped=bytes(row[2])) for row in rows}
+        return held | {str(row[0]): WrappedKey(kek_id=str(row[1]), wrapped=bytes(row[2])) for row in rows}
 
     def destroy(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """Idempotent. True once none of the keys is left in a committed state.
@@ -125,13 +208,24 @@ class PostgresKeyVault:
         The deleted row versions are vacuumed at once when this role may (the owner), else by autovacuum;
         a wrapped key opens nothing without the key-encryption key, which never enters the database.
         """
-        gone = self.retire(owner_ids, at_ms)
+        if self._defer(True, owner_ids, at_ms):
+            return True
+        gone = self._retire(owner_ids, at_ms)
         if owner_ids and self._may_vacuum:
             self.checkpoint()
         return gone
 
     def retire(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         """Idempotent. Left to autovacuum: the plaintext these keys opened lives on under another key."""
+        return self._defer(False, owner_ids, at_ms) or self._retire(owner_ids, at_ms)
+
+    def _defer(self, final: bool, owner_ids: Sequence[str], at_ms: int) -> bool:
+        pending = self._batches.get(threading.get_ident())
+        if pending is not None and owner_ids:
+            pending.deferred.append((final, list(owner_ids), at_ms))
+        return pending is not None
+
+    def _retire(self, owner_ids: Sequence[str], at_ms: int) -> bool:
         if not owner_ids:
             return True
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -141,10 +141,11 @@ class SQLiteStore:
                 self.erase_physically()
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:
         """One transaction (and one sync) for every write inside the block, each write a savepoint of
         it: a write that fails rolls back alone, and none is durable before the block's commit, which
-        raises MUTATION_OUTCOME_UNKNOWN when it fails. The thread holds the store for the whole block."""
+        raises MUTATION_OUTCOME_UNKNOWN when it fails (so `before_commit` is never needed). The thread
+        holds the store for the whole block."""
         with self._lock:
             if self._batching:
                 raise RuntimeError("batches do not nest")

@@ -115,7 +115,19 @@ class SQLiteKeyVault:
             # Unlike a store's, a failed vault COMMIT is STORE_UNAVAILABLE: the store has not committed
             # the bodies these keys seal yet, so a key that was written after all is only an orphan.
             with SQLITE.translated(undo=self._forget_batch):
-                self._db.execute("COMMIT")
+                if self._db.in_transaction:  # commit_pending may have failed to begin the next one
+                    self._db.execute("COMMIT")
+
+    def commit_pending(self) -> None:
+        """Commits the batch's keys so far and begins the next transaction of the batch. A key that then
+        fails to commit is STORE_UNAVAILABLE as at the batch's end; later keys commit alone until it ends."""
+        with self._lock:
+            if not self._batching:
+                return
+            with SQLITE.translated(undo=self._rollback):
+                if self._db.in_transaction:
+                    self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
 
     def _forget_batch(self) -> None:
         self._deferred = []

@@ -1,0 +1,173 @@
+"""How the server store opens a writer's transaction in one round trip, and shares one among a batch's writes.
+
+A writer's transaction needs its lock timeout, its advisory locks, often its tenant for row-level
+security, and sometimes a relaxed commit: sent as one simple-protocol string, these cost one round trip
+instead of five. Every value in it is an integer or a quoted literal, never text a caller chose unquoted.
+
+A batch (Store.batch: a host's import, the calls the server groups into one commit) runs its writes as
+savepoints of one transaction on one connection, so a write costs two statements and no commit, and a
+write that fails rolls back alone. It holds the locks of one set of scopes at a time: a write that needs
+another scope's lock first commits what the batch holds (committing early is allowed, once the vault
+committed the keys of the bodies it makes durable: Store.batch's `before_commit`), so a batch never
+waits for a lock while it holds one another writer may want, and two batches never deadlock. It also
+commits every `CHUNK_WRITES` writes, which bounds how long others wait for its scope. Once a commit
+inside the batch failed, its later writes refuse, and its end raises MUTATION_OUTCOME_UNKNOWN: the
+caller may send the same calls with the same keys again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+
+import psycopg
+from psycopg import sql
+
+from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports.rows import Scope
+from engram_memory.stores.postgres.connection import PsycopgConnection
+from engram_memory.stores.postgres.faults import POSTGRES
+from engram_memory.stores.postgres.queries import PostgresTx
+
+WRITE_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+CHUNK_WRITES = 60  # writes per commit inside a batch: under the 64 subtransactions a backend caches
+
+
+def begin_writer(
+    db: PsycopgConnection,
+    *,
+    write_lock: int,
+    lock_timeout: str,
+    keys: Sequence[int] | None,
+    tenant: str | None,
+    relaxed: bool = False,
+) -> None:
+    """Begins a writer's transaction in one round trip: the lock timeout, then the database's write lock
+    (exclusive when `keys` is None, else shared), then each key's lock in the order given (sorted by the
+    caller, so two writers never deadlock), then the tenant. A target list is evaluated in order."""
+    literal = _literal(db.raw)
+    first = [f"set_config('lock_timeout', {literal(lock_timeout)}, true)"]
+    if keys is None:
+        first.append(f"pg_advisory_xact_lock({int(write_lock)})")
+    else:
+        first.append(f"pg_advisory_xact_lock_shared({int(write_lock)})")
+        first.extend(f"pg_advisory_xact_lock({int(key)})" for key in keys[:1])
+    if tenant is not None:
+        first.append(f"set_config('app.tenant', {literal(tenant)}, true)")
+    statements = [WRITE_BEGIN, "SELECT " + ", ".join(first)]
+    statements += [f"SELECT pg_advisory_xact_lock({int(key)})" for key in (keys or [])[1:]]
+    if relaxed:
+        statements.append("SET LOCAL synchronous_commit TO OFF")
+    if db.pipeline is None:
+        db.execute("; ".join(statements))
+        return
+    for statement in statements:  # a pipeline sends each on its own, without waiting
+        db.execute(statement)
+    db.sync()  # a lock that timed out raises here, before the transaction holds anything
+
+
+def only_tenant(scopes: Collection[Scope] | None) -> str | None:
+    """The tenant every named scope belongs to, which the transaction may name before its first statement."""
+    tenants = {scope.tenant for scope in scopes or ()}
+    return next(iter(tenants)) if len(tenants) == 1 else None
+
+
+def _literal(connection: psycopg.Connection[tuple[object, ...]]) -> Callable[[str], str]:
+    return lambda value: sql.Literal(value).as_string(connection)
+
+
+class Batch:
+    """One thread's batch on one pooled connection (the store checks it out and returns it)."""
+
+    def __init__(
+        self,
+        db: PsycopgConnection,
+        *,
+        write_lock: int,
+        lock_timeout: str,
+        lock_key: Callable[[Scope], int],
+        before_commit: Callable[[], None] | None = None,
+    ) -> None:
+        self.db = db
+        self._before_commit = before_commit
+        self.thread = threading.get_ident()
+        self.failed = False
+        self._write_lock = write_lock
+        self._lock_timeout = lock_timeout
+        self._lock_key = lock_key
+        self._open = False
+        self._held: frozenset[int] = frozenset()
+        self._tenant: str | None = None
+        self._writes = 0
+
+    @contextmanager
+    def savepoint(self, scopes: Collection[Scope]) -> Iterator[PostgresTx]:
+        """One write (or read) of the batch: a savepoint of its transaction, under the scopes' locks."""
+        if self.failed:
+            raise ContractError(ErrorCode.STORE_UNAVAILABLE)
+        keys = frozenset(self._lock_key(scope) for scope in scopes)
+        if self._open and (self._writes >= CHUNK_WRITES or not keys <= self._held):
+            self.commit(early=True)
+            if self.failed:
+                raise ContractError(ErrorCode.STORE_UNAVAILABLE)
+        if not self._open:
+            tenant = only_tenant(scopes)
+            # Nothing is held yet: a lock that timed out fails this write alone, as outside a batch.
+            with POSTGRES.translated(undo=self.rollback, conflicts_rerun=True):
+                begin_writer(
+                    self.db,
+                    write_lock=self._write_lock,
+                    lock_timeout=self._lock_timeout,
+                    keys=sorted(keys),
+                    tenant=tenant,
+                )
+            self._open, self._held, self._tenant, self._writes = True, keys, tenant, 0
+        self.db.execute("SAVEPOINT batch_write")  # pipelined: a failure surfaces in the write's sync
+        tx = PostgresTx(self.db, tenant=self._tenant)
+        try:
+            with POSTGRES.translated(failed="write failed inside a batch", conflicts_rerun=True):
+                yield tx
+                self.db.execute("RELEASE SAVEPOINT batch_write")
+                self.db.sync()  # this write's statements all ran: a failure of one is this write's
+        except BaseException:
+            with POSTGRES.ignored():
+                self.db.sync()  # what was still in flight: its failure is this write's too
+            # Rolling back to the savepoint also undoes a tenant set inside it.
+            with POSTGRES.ignored(undo=self._abandon, failed="savepoint rollback failed"):
+                self.db.execute("ROLLBACK TO SAVEPOINT batch_write")
+                self.db.execute("RELEASE SAVEPOINT batch_write")
+                self.db.sync()
+            raise
+        self._tenant = tx.tenant
+        self._writes += 1
+
+    def commit(self, *, early: bool) -> None:
+        """Commits what the batch holds; a failure marks the batch failed (its end reports it). An early
+        commit (before the batch's end) first has the vault commit the keys its bodies need."""
+        if not self._open:
+            return
+        if early and self._before_commit is not None:
+            try:
+                self._before_commit()
+            except ContractError:
+                self._abandon()
+                return
+        self._open = False
+        with POSTGRES.ignored(undo=self._abandon, failed="batch commit failed"):
+            self.db.execute("COMMIT")
+            self.db.sync()
+
+    def rollback(self) -> None:
+        self._open = False
+        with POSTGRES.ignored(failed="rollback failed"):
+            self.db.sync()
+        if self.db.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with POSTGRES.ignored(failed="rollback failed"):
+                self.db.execute("ROLLBACK")
+                self.db.sync()
+
+    def _abandon(self) -> None:
+        """What the batch held is lost (or its outcome unknown): nothing more of it may commit."""
+        self.failed = True
+        self.rollback()
