@@ -10,7 +10,9 @@ The corpus is synthetic but shaped like real notes: sentences of the LoCoMo turn
 numbers and lengths varied, so term frequencies and lengths follow conversation text without copying
 it. Every record is captured and admitted through the engine, spread round-robin over W workspaces.
 Then, each as p50/p95/p99 over `--ops` operations (at least 1,000): capture+admission and search over
-MCP stdio through the SDK's client and a real `engram-memory serve`; search and get in process; and
+MCP stdio through the SDK's client and a real `engram-memory serve`; search, aggregate writes of many
+tenants and a forget storm over streamable HTTP through `serve --http` processes (bench/scale_server.py:
+`--processes`, `--clients`); search and get in process; and
 the floor, the same top-10 full-text query issued straight to the store (FTS5 `bm25()`, or
 `ts_rank` over the tsvector column) on the same data. Peak RSS is this process's (the engine's);
 database size is the store's files (or the PostgreSQL database). Results: docs/benchmarks.md.
@@ -371,6 +373,42 @@ def over_stdio(
     return {"write": writes, "search": searches, "throughput": throughput}
 
 
+def served_figures(
+    paths: HostPaths, corpus: Corpus, stored: Stored, options: argparse.Namespace, semantic: bool
+) -> dict[str, Any]:
+    """The `serve --http` measurements (bench/scale_server.py), as this benchmark's JSON keys."""
+    from scale_server import Load, over_http
+
+    name = sorted(stored.ids)[0]
+    pick = random.Random(SEED + 3)
+    load = Load(
+        tenant=TENANT,
+        workspace=name,
+        purpose=PURPOSE,
+        record_ids=stored.ids[name],
+        queries=[corpus.query(pick.choice(stored.notes[name])) for _ in range(options.ops)],
+        notes=corpus.note,
+        capture_arguments=capture_arguments,
+        processes=options.processes,
+        clients=options.clients,
+        seconds=options.aggregate_seconds,
+        forgets=options.forgets,
+        semantic=semantic,
+    )
+    figures = over_http(paths, load)
+    out: dict[str, Any] = {"http_processes": options.processes, "aggregate_clients": options.clients}
+    for label, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
+        out[f"http_search_{label}_ms"] = round(percentile(figures["http_search"], q), 2)
+    out["aggregate_capture_admit_per_s"] = round(figures["aggregate_pairs"] / figures["aggregate_s"], 1)
+    out["aggregate_check"] = figures["aggregate_check"]
+    out["forgets"] = len(figures["forget"])
+    out["forget_p50_ms"] = round(percentile(figures["forget"], 0.50), 2)
+    out["forget_p95_ms"] = round(percentile(figures["forget"], 0.95), 2)
+    out["storm_search_p95_ms"] = round(percentile(figures["storm_search"], 0.95), 2)
+    out["storm_search_p95_ratio"] = round(out["storm_search_p95_ms"] / out["http_search_p95_ms"], 2)
+    return out
+
+
 def run(options: argparse.Namespace) -> dict[str, Any]:
     corpus = Corpus(options.corpus)
     semantic = options.channels == "hybrid"
@@ -385,6 +423,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         local = in_process(paths, corpus, stored, options.ops, semantic)
         calls = per_call_writes(paths, corpus, stored, options.ops, semantic)
         remote = {} if options.no_stdio else over_stdio(paths, corpus, stored, options.ops, semantic, options.in_flight)
+        served = {} if options.no_http else served_figures(paths, corpus, stored, options, semantic)
         size = db_mb(paths)
     result: dict[str, Any] = {
         "records": sum(len(ids) for ids in stored.ids.values()),
@@ -414,6 +453,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     else:
         result["mcp_search_p95_ms"] = None
     result["floor_ratio_p95"] = round(result["search_p95_ms"] / result["floor_p95_ms"], 2)
+    result.update(served)
     result["peak_rss_mb"] = round(max(rss_after_ingest, peak_rss_mb()), 1)
     result["db_mb"] = size
     return result
@@ -437,19 +477,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--in-flight", type=int, default=16, help="capture+admission pairs outstanding at once for the MCP throughput"
     )
+    parser.add_argument("--no-http", action="store_true", help="skip the `serve --http` measurements")
+    parser.add_argument("--processes", type=int, default=2, help="`serve --http` processes for the HTTP figures")
+    parser.add_argument("--clients", type=int, default=8, help="agents (one tenant each) of the aggregate writes")
+    parser.add_argument("--aggregate-seconds", type=float, default=30.0, help="how long the aggregate writes run")
+    parser.add_argument("--forgets", type=int, default=200, help="records the forget storm forgets")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--results", type=Path, help="also append the JSON object as a line to this file")
     options = parser.parse_args(argv)
     if options.records < 1 or options.workspaces < 1 or options.workspaces > options.records:
         parser.error("--records must be at least 1 and at least --workspaces")
+    if options.processes < 1 or options.clients < 1 or options.forgets < 1 or options.aggregate_seconds <= 0:
+        parser.error("--processes, --clients, --forgets and --aggregate-seconds must be positive")
     if options.in_flight < 1:
         parser.error("--in-flight must be at least 1")
     if options.ops < 1000:
         parser.error("--ops must be at least 1,000")
     if options.store != "sqlite" and not options.store.startswith("postgresql://"):
         parser.error("--store is sqlite or a postgresql:// URL")
-    if options.store.startswith("postgresql://") and not options.no_stdio and not options.app_role:
-        parser.error("--app-role is needed for the stdio measurements on PostgreSQL (or pass --no-stdio)")
+    if (
+        options.store.startswith("postgresql://")
+        and not (options.no_stdio and options.no_http)
+        and not options.app_role
+    ):
+        parser.error("--app-role is needed for the server measurements on PostgreSQL (or --no-stdio --no-http)")
     result = run(options)
     if options.results is not None:
         with options.results.open("a", encoding="utf-8") as sink:

@@ -277,7 +277,7 @@ def _assert_host_sees_a_clean_store(owner: Engine, record_id: str, withdrawn: st
     with owner.deps.store.read() as tx:
         assert {row.outcome for row in tx.audit_rows(None, None)} >= {"ok", "gate_failed"}
     # The index rows the runtime role deleted are rewritten out of the table by the next owner process.
-    assert owner.deps.store.erase_physically()
+    assert owner.deps.store.erase_physically(now=True)
 
 
 def test_a_runtime_role_added_later_keeps_the_rest_of_the_config(tmp_path: Path, pg_url: str) -> None:

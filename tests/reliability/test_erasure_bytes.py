@@ -70,7 +70,7 @@ def test_erased_text_is_in_no_store_file_backup_or_log(tmp_path: Path) -> None:
             agent.value(tool, args)
         with engine_for(paths) as engine:
             maintenance.tombstone(engine.deps, tombstoned, decided_by="host:erasure")
-            assert engine.deps.store.erase_physically()
+            assert engine.deps.store.erase_physically(now=True)
         assert agent.value("engram_memory_search", {"query": "neighbour", "purpose_ref": PURPOSE})["records"]
         assert keeper
 

@@ -421,7 +421,7 @@ def test_erasing_physically_succeeds_for_the_owner(store: Store) -> None:
         tx.unindex_record(SCOPE_A, "mem_1")
         tx.purge_index()
         tx.destroy_body(SCOPE_A, "mem_1")
-    assert store.erase_physically()
+    assert store.erase_physically(now=True)
     with store.read() as tx:
         assert tx.index_row_count() == 0
 

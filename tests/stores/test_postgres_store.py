@@ -23,7 +23,7 @@ from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.stores.postgres import store as postgres_store
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, VAULT_MIGRATIONS, bundled, migrate
 from engram_memory.stores.postgres.roles import STORE_GRANTS, grant
-from engram_memory.stores.postgres.store import WRITE_LOCK, PostgresStore, SchemaNotCurrent
+from engram_memory.stores.postgres.store import ERASURE_DELAY_S, WRITE_LOCK, PostgresStore, SchemaNotCurrent
 from engram_memory.stores.postgres.vault import PostgresKeyVault
 from tests.stores.builders import AT_MS, SCOPE_A, event, fields, record
 from tests.support.postgres import APP_ROLE, OWNER_ROLE, SUPERUSER, PostgresCluster
@@ -332,7 +332,7 @@ def test_erasure_rewrites_the_index_table_so_deleted_tokens_leave_its_files(
             db.execute("VACUUM lexical_index")
         # A plain VACUUM frees the space but leaves the bytes: that is why erasure rewrites the table.
         assert _files_holding(_relation_files(postgres_cluster, pg_url, "lexical_index"), token.encode())
-        assert store.erase_physically()
+        assert store.erase_physically(now=True)
         assert _files_holding(_relation_files(postgres_cluster, pg_url, "lexical_index"), token.encode()) == []
         with _owner(postgres_cluster, pg_url) as db:
             assert db.execute("SELECT count(*) FROM erasure_requests").fetchone() == (0,)
@@ -359,14 +359,54 @@ def test_erasure_the_runtime_role_cannot_do_is_finished_by_the_next_owner_proces
         with runtime.write() as tx:
             assert tx.unindex_record(SCOPE_A, "mem_1")
             tx.purge_index()
-        assert not runtime.erase_physically()
+        assert not runtime.erase_physically(now=True)
     finally:
         runtime.close()
     with _owner(postgres_cluster, pg_url) as db:
         assert db.execute("SELECT count(*) FROM erasure_requests").fetchone() == (1,)
-    PostgresStore(pg_url).close()  # any owner process: a host command, housekeeping
+    PostgresStore(pg_url).close()  # any owner process (a host command, housekeeping), once it is due
+    with _owner(postgres_cluster, pg_url) as db:
+        assert db.execute("SELECT count(*) FROM erasure_requests").fetchone() == (1,)
+        _backdate_erasure_requests(db, ERASURE_DELAY_S + 1)
+    PostgresStore(pg_url).close()
     with _owner(postgres_cluster, pg_url) as db:
         assert db.execute("SELECT count(*) FROM erasure_requests").fetchone() == (0,)
+
+
+def _backdate_erasure_requests(db: psycopg.Connection[Any], seconds: float) -> None:
+    """Ages the waiting requests as the clock would (the server's clock, which the delay reads)."""
+    db.execute("UPDATE erasure_requests SET requested_at = requested_at - make_interval(secs => %s)", (seconds,))
+
+
+def test_erasures_wait_for_the_compaction_delay_and_are_compacted_together(
+    postgres_cluster: PostgresCluster, pg_url: str
+) -> None:
+    store = PostgresStore(pg_url, erasure_delay_s=600)
+    token = "zqxjvwkpfh"
+    try:
+        with store.write() as tx:
+            event(tx, SCOPE_A)
+            for name in ("mem_1", "mem_2"):
+                tx.insert_record(record(SCOPE_A, name))
+                tx.index_record(SCOPE_A, name, fields(primary=f"{token}{name[-1]} words"), tokenizer=TOKENIZER_ID)
+        for name in ("mem_1", "mem_2"):  # two forgets, a while apart
+            with store.write() as tx:
+                assert tx.unindex_record(SCOPE_A, name)
+                tx.purge_index()
+            assert not store.erase_physically()  # not due: each forget costs one short query, no rewrite
+            with _owner(postgres_cluster, pg_url) as db:
+                _backdate_erasure_requests(db, 300)
+        files = _relation_files(postgres_cluster, pg_url, "lexical_index")
+        assert _files_holding(files, token.encode())
+        with _owner(postgres_cluster, pg_url) as db:
+            assert db.execute("SELECT count(*) FROM erasure_requests").fetchone() == (2,)
+            _backdate_erasure_requests(db, 1)  # the first request is now 601 s old: due
+        assert store.erase_physically()
+        assert _files_holding(_relation_files(postgres_cluster, pg_url, "lexical_index"), token.encode()) == []
+        with _owner(postgres_cluster, pg_url) as db:
+            assert db.execute("SELECT count(*) FROM erasure_requests").fetchone() == (0,)
+    finally:
+        store.close()
 
 
 def test_erasure_waits_while_an_older_snapshot_still_sees_the_rows(
@@ -381,8 +421,8 @@ def test_erasure_waits_while_an_older_snapshot_still_sees_the_rows(
             assert old_snapshot.get_body(SCOPE_A, "cand_1") is not None
             with store.write() as tx:
                 tx.destroy_body(SCOPE_A, "cand_1")
-            assert not store.erase_physically()
-        assert store.erase_physically()
+            assert not store.erase_physically(now=True)
+        assert store.erase_physically(now=True)
     finally:
         store.close()
 

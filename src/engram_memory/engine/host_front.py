@@ -135,6 +135,11 @@ class HostFront:
         self.deps.store.erase_physically()
         return expired, swept
 
+    def erase_now(self) -> bool:
+        """The erasure step an operator runs: forgotten text leaves the store's live files now, not after
+        the server store's compaction delay. False when an older snapshot held it back (run it again)."""
+        return self.deps.store.erase_physically(now=True)
+
     def state_tallies(self) -> StateTallies:
         """One consistent read of the store's counts, and the vault's revocations. Raises ContractError."""
         with self.deps.store.read() as tx:

@@ -19,6 +19,7 @@ from engram_memory.engine.admission import review
 from engram_memory.engine.engine import Engine
 from engram_memory.host.compose import store_settings
 from engram_memory.host.settings import HostPaths
+from engram_memory.stores.postgres.store import ERASURE_DELAY_S
 from engram_memory.stores.sqlite.store import SQLiteStore
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine, steered_engines
@@ -54,7 +55,9 @@ def test_forget_erases_plaintext_and_tokens_from_the_store_at_rest(
     postgres = store_settings(paths).is_postgres
     index_file = relation_file(paths, "lexical_index") if postgres else ""
     _forget(agent, steered, record_id)
-    assert steered.deps.store.erase_physically()  # the owner's pass: a no-op on SQLite, VACUUM on PostgreSQL
+    if postgres:  # the index tables' rewrite waits to be compacted with later forgets (ERASURE_DELAY_S)
+        assert relation_file(paths, "lexical_index") == index_file
+    assert steered.erase_now()  # the documented step (`engram-memory erase`): a checkpoint on SQLite
     assert readable_in_store(paths, [marker]) == []
     if postgres:
         assert relation_file(paths, "lexical_index") != index_file
@@ -199,7 +202,7 @@ def test_erasure_held_back_by_a_sqlite_reader_completes_after_the_next_write(sql
         assert marker.encode() not in _sqlite_bytes(paths).lower()
 
 
-def test_erasure_held_back_by_an_old_postgres_snapshot_completes_after_the_next_owner_write(
+def test_erasure_held_back_by_an_old_postgres_snapshot_completes_at_the_next_due_housekeeping(
     postgres_paths: HostPaths,
 ) -> None:
     """The PostgreSQL twin of the SQLite reader test: VACUUM cannot drop rows an open snapshot still sees."""
@@ -214,10 +217,14 @@ def test_erasure_held_back_by_an_old_postgres_snapshot_completes_after_the_next_
             reader.execute("SELECT count(*) FROM lexical_index").fetchone()
             _forget(agent, steered, record_id)
             assert agent.found_ids(marker) == []
-            assert not steered.deps.store.erase_physically()  # the old snapshot still sees the index row
+            assert not steered.deps.store.erase_physically(now=True)  # the old snapshot still sees the index row
             assert relation_file(paths, "lexical_index") == index_file
             reader.execute("ROLLBACK")
-        InProcessAgent(steered, bind(paths).binding).capture("Any later write by the owner finishes the erasure.")
+        InProcessAgent(steered, bind(paths).binding).capture("A later write does not rewrite the tables itself.")
+        assert relation_file(paths, "lexical_index") == index_file
+        with raw_store(paths) as db:  # the request ages past the compaction delay, as on the server's clock
+            db.execute(f"UPDATE erasure_requests SET requested_at = now() - interval '{ERASURE_DELAY_S + 1} seconds'")
+        steered.housekeep()  # what serve runs every minute
         assert relation_file(paths, "lexical_index") != index_file
         with raw_store(paths) as db:
             assert db.count("erasure_requests") == 0

@@ -86,7 +86,7 @@ def test_forget_removes_the_vector_and_the_record_from_semantic_results(
     other = agent.remember("Quarterly invoices are mailed on the first Monday.")
     assert agent.found_ids("automobile maintenance")[:1] == [car]  # the matrix cache is warm
     _forget(agent, steered, car)
-    assert steered.deps.store.erase_physically()
+    assert steered.deps.store.erase_physically(now=True)
     with raw_store(paths) as db:
         rows = db.rows("SELECT r.record_id FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid")
     assert rows == [(other,)]

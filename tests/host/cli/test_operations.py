@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from tests.support.engines import steered_engine
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import capture_args, unique_key
-from tests.support.raw import POSTGRES, raw_store, raw_vault, store_kind
+from tests.support.raw import POSTGRES, raw_store, raw_vault, readable_in_store, relation_file, store_kind
 
 ERROR = "engram-memory: error: "
 START_MS = 1_800_000_000_000  # 2027-01-15T08:00:00.000Z
@@ -127,6 +128,31 @@ def _flip_journal_byte(paths: HostPaths, cursor: int) -> None:
     assert found >= 0 and data.find(needle.encode(), found + 1) < 0
     data[found + 16] = ord(changed)
     paths.sqlite_file.write_bytes(bytes(data))
+
+
+# -- erase ----------------------------------------------------------------------------------------
+
+
+def test_erase_pushes_a_waiting_forget_out_of_the_store_files(paths: HostPaths) -> None:
+    marker = "quillondrix" + secrets.token_hex(4)
+    with steered_engine(paths, clock=ManualClock(START_MS)) as engine:
+        agent = InProcessAgent(engine, bind(paths, now_s=START_MS // 1000).binding)
+        record_id = agent.remember(f"The {marker} relay restarts at dawn.")
+        forget = {"record_id": record_id, "idempotency_key": unique_key("f"), "reason_ref": "r:1"}
+        agent.error_code("engram_memory_forget", forget)
+        engine.approve_confirmation(engine.confirmations()[0][0].confirmation_id, decided_by="host:t", ttl_ms=60_000)
+        agent.value("engram_memory_forget", forget)
+    assert readable_in_store(paths, [marker]) == []  # no row holds it any more
+    postgres = store_kind(paths) == POSTGRES
+    if postgres:  # but the index tables' rewrite waits for later forgets to share it
+        index_file = relation_file(paths, "lexical_index")
+        with raw_store(paths) as db:
+            assert db.count("erasure_requests") == 1
+    assert "erased" in _ok(cli("erase", "--home", paths.home))
+    if postgres:  # rewritten into a new file (what the old one held is the reliability tests' concern)
+        assert relation_file(paths, "lexical_index") != index_file
+        with raw_store(paths) as db:
+            assert db.count("erasure_requests") == 0
 
 
 # -- verify ---------------------------------------------------------------------------------------

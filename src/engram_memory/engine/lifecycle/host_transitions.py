@@ -167,7 +167,7 @@ def tombstone(deps: Deps, record_id: str, *, decided_by: str, reason_ref: str | 
     outcome = _run(deps, record_id, _Act(decided_by, reason_ref), body)
     coverage = coverage_of(outcome.primary.record.record_id, outcome.primary.event.cursor, erased)
     receipt = destroy_record_key(deps, coverage)
-    physically_erased = deps.store.erase_physically()
+    physically_erased = deps.store.erase_physically(now=True)  # a human waits for it: no compaction delay
     erasure = {
         "surfaces": coverage["surfaces"],
         "coverage_receipt_digest": receipt,

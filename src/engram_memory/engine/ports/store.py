@@ -189,8 +189,10 @@ class Store(Protocol):
         so far), and a failure of it fails the batch like a lost commit."""
         ...
 
-    def erase_physically(self) -> bool:
-        """Push erased bytes out of every file (WAL included); False when readers held it back."""
+    def erase_physically(self, *, now: bool = False) -> bool:
+        """Push erased bytes out of every file (WAL included); False when readers held it back, or when a
+        store compacts erasures together after a bounded delay (PostgreSQL) and it has not passed:
+        `now` does not wait for it."""
         ...
 
     @property

@@ -1,4 +1,4 @@
-"""Host commands for verify, stats, audit export and revoke (issue 3, items 6, 8, 9).
+"""Host commands for verify, stats, erase, audit export and revoke (issue 3, items 6, 8, 9; issue 17).
 
 None of them shows memory text: verification names ids and cursors, statistics are counts and sizes,
 the audit export carries ids, outcome codes and digests, and a revocation is a token id.
@@ -49,6 +49,7 @@ def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
     app.command("verify")(verify)
     app.command("stats")(stats)
+    app.command("erase")(erase)
     app.command("revoke")(revoke)
     audit_app = typer.Typer(help="The audit log: one entry per agent call (ids, outcome codes, digests).")
     app.add_typer(audit_app, name="audit")
@@ -111,6 +112,23 @@ def _print_report(report: VerifyReport) -> None:
     for problem in report.problems:
         table.add_row(problem.code.value, problem.detail)
     out.print(table)
+
+
+# -- erase ----------------------------------------------------------------------------------------
+
+
+def erase(home: HomeOption = None) -> None:
+    """Push forgotten text out of the store's files now (PostgreSQL rewrites its index tables; SQLite
+    already did at each forget); exit 1 when an open transaction held it back."""
+    with opened_engine(home) as (engine, _), _store_faults():
+        if err.is_terminal:
+            with err.status("erasing"):
+                done = engine.erase_now()
+        else:
+            done = engine.erase_now()
+    if not done:
+        fail("an older transaction still sees erased rows (or this role may not VACUUM); run erase again")
+    say("erased: no forgotten row is left in the store's live files")
 
 
 # -- stats ----------------------------------------------------------------------------------------

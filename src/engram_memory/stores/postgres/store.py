@@ -48,6 +48,7 @@ WRITE_LOCK = 0x656E6772616D2D77
 ERASED_TABLES = ("sealed_bodies", "lexical_index", "lexical_postings", "lexical_terms", "record_vectors")
 # Of those, the tables whose rows are plaintext tokens or their derivatives: rewritten after an erasure.
 REWRITTEN_TABLES = ("lexical_index", "lexical_postings", "lexical_terms", "record_vectors")
+ERASURE_DELAY_S = 60.0  # forgets within this long share one rewrite of the index tables (erase_physically)
 REWRITE_LOCK_TIMEOUT = "5s"  # VACUUM FULL waits at most this long for readers of the index to finish
 
 
@@ -72,16 +73,19 @@ class PostgresStore:
         run_migrations: bool = True,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         tracer: StatementTracer | None = None,
+        erasure_delay_s: float = ERASURE_DELAY_S,
     ) -> None:
         """`run_migrations=False` is the runtime role's way in: it may not change the schema, so a
         database behind this version raises SchemaNotCurrent instead. `tracer` sees every statement
-        the store's transactions and erasures run, as sent to psycopg.
+        the store's transactions and erasures run, as sent to psycopg. `erasure_delay_s`: how long the
+        first of a run of erasures waits to be compacted with those after it (erase_physically).
 
         Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID.
         """
         self._timeout_s = connect_timeout_s
         self._tracer = tracer
         self._erasure_pending = False
+        self._erasure_delay_s = erasure_delay_s
         self._batches: dict[int, Batch] = {}  # by thread: each thread's batch is its own
         self.migrated: list[int] = []  # the schema versions this open applied
 
@@ -225,15 +229,18 @@ class PostgresStore:
             self._pool.putconn(connection)
 
     # -- erasure ------------------------------------------------------------------------------
-    def erase_physically(self) -> bool:
+    def erase_physically(self, *, now: bool = False) -> bool:
         """Pushes erased bodies and index tokens out of the tables' live files (the owner role only).
 
-        Plain VACUUM frees the pages of deleted rows but leaves their bytes in place, so after it the
-        index table, whose rows are tokens of plaintext, is rewritten (VACUUM FULL) whenever an erasure
-        asked for it; bodies are ciphertext whose data key is destroyed, and plain VACUUM suffices.
-        False when it could not: this role may not VACUUM (the runtime role: the next owner process
-        finishes it), or an older snapshot still needs the rows (retried after later writes). Freed
-        disk blocks, WAL segments, WAL archives and base backups are the operator's to manage.
+        Plain VACUUM frees the pages of deleted rows but leaves their bytes in place, so the index
+        tables, whose rows are tokens of plaintext, are rewritten (VACUUM FULL); bodies are ciphertext
+        whose data key is destroyed, and plain VACUUM suffices. A rewrite costs the size of the tables,
+        not of the erasure, so erasures are compacted together: the pass runs once the oldest waiting
+        request is `erasure_delay_s` old (serve's housekeeping calls this every minute), or at once
+        with `now` (`engram-memory erase`, a host's forget). False when nothing ran yet: not due, this
+        role may not VACUUM (the runtime role: the owner's housekeeping finishes it), or an older
+        snapshot still needs the rows (retried after later writes). Freed disk blocks, WAL segments,
+        WAL archives and base backups are the operator's to manage.
         """
         if not self._may_vacuum:
             return False
@@ -245,10 +252,14 @@ class PostgresStore:
         self._erasure_pending = True
         try:
             with POSTGRES.ignored(failed="vacuum failed"):
-                self._erasure_pending = not _vacuum(PsycopgConnection(connection, self._tracer))
+                db = PsycopgConnection(connection, self._tracer)
+                done = _vacuum(db, delay_s=0.0 if now else self._erasure_delay_s)
+                # Not due yet: housekeeping (or the next erasure after the delay) runs it, not every write.
+                self._erasure_pending = done is False
+                return done is True
         finally:
             self._pool.putconn(connection)
-        return not self._erasure_pending
+        return False
 
     # -- host path ----------------------------------------------------------------------------
     @contextmanager
@@ -287,9 +298,15 @@ def _rollback(db: PsycopgConnection) -> None:
             db.execute("ROLLBACK")
 
 
-def _vacuum(db: PsycopgConnection) -> bool:
-    """True when no erased row version is left in the tables' live files."""
-    requested = db.execute("SELECT max(seq) FROM erasure_requests").fetchone()
+def _vacuum(db: PsycopgConnection, *, delay_s: float) -> bool | None:
+    """True when no erased row version is left in the tables' live files, False when an older snapshot
+    still sees some, None when the oldest erasure request is younger than `delay_s` (nothing ran)."""
+    requested = db.execute(
+        "SELECT max(seq), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(requested_at)), 0)::float8"
+        " FROM erasure_requests"
+    ).fetchone()
+    if requested is not None and requested[0] is not None and float(requested[1]) < delay_s:
+        return None
     db.execute(f"VACUUM {', '.join(ERASED_TABLES)}")
     left = db.execute(
         "SELECT COALESCE(sum(pg_stat_get_dead_tuples(c.oid)), 0) FROM pg_class AS c"

@@ -211,8 +211,9 @@ class SQLiteStore:
             with SQLITE.ignored(failed="rollback failed"):
                 self._db.execute("ROLLBACK")
 
-    def erase_physically(self) -> bool:
-        """Copies the WAL into the (secure-deleting) main file and truncates it to zero bytes."""
+    def erase_physically(self, *, now: bool = False) -> bool:
+        """Copies the WAL into the (secure-deleting) main file and truncates it to zero bytes: each
+        erasure costs its own pages, so nothing waits (`now` changes nothing)."""
         with self._lock:
             if self._batching:  # nothing is erased before the batch commits
                 self._erasure_pending = True
