@@ -397,6 +397,7 @@ def served_figures(
     )
     figures = over_http(paths, load)
     out: dict[str, Any] = {"http_processes": options.processes, "aggregate_clients": options.clients}
+    out["http_start_s"] = round(figures["http_start_s"], 1)
     for label, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
         out[f"http_search_{label}_ms"] = round(percentile(figures["http_search"], q), 2)
     out["aggregate_capture_admit_per_s"] = round(figures["aggregate_pairs"] / figures["aggregate_s"], 1)

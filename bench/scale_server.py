@@ -42,7 +42,7 @@ from harness import bench_issued
 from mcp import Client
 
 _ANNOUNCED = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 1800.0  # serve verifies the store before it listens: minutes at a million memories
 REASON = "reason:bench-forget-storm"
 
 
@@ -217,7 +217,9 @@ def over_http(paths: HostPaths, load: Load) -> dict[str, Any]:
     writers = [token(f"bench-tenant-{n:02d}", "w", f"bench-writer-{n:02d}") for n in range(load.clients)]
     acknowledged = [Acknowledged(tenant=f"bench-tenant-{n:02d}") for n in range(load.clients)]
     figures: dict[str, Any] = {}
+    begun = time.perf_counter()
     with http_servers(paths, load.processes, load.semantic) as urls, open_engine(paths, semantic=load.semantic) as host:
+        figures["http_start_s"] = time.perf_counter() - begun  # start-up verification included
 
         async def measure() -> None:
             async with AsyncExitStack() as stack:

@@ -92,6 +92,7 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
             3,
             4,
             5,
+            6,
         ]
         forced = db.execute(
             "SELECT relname FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relkind = 'r' ORDER BY 1"
@@ -158,7 +159,7 @@ def test_second_init_is_idempotent_and_takes_back_extra_privileges(
     assert paths.config.read_bytes() == config
     assert _privileges(postgres_cluster, store, APP_ROLE) == granted
     with postgres_cluster.connect(OWNER_ROLE, _dbname(store)) as db:
-        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (5,)
+        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (6,)
 
 
 def test_init_without_a_vault_keeps_the_keys_in_the_home(tmp_path: Path, pg_url: str) -> None:

@@ -15,15 +15,15 @@ class VectorQueries(SqlBase):
         current = (record_id, scope.tenant, scope.workspace)
         # Another model's vector gives way; this model's first vector stays (both are the same floats).
         self._db.execute(
-            "DELETE FROM record_vectors WHERE model <> ? AND rid = (SELECT rid FROM records"
+            "DELETE FROM record_vectors WHERE model <> ? AND tenant = ? AND rid = (SELECT rid FROM records"
             " WHERE record_id = ? AND tenant = ? AND workspace = ?)",
-            (model, *current),
+            (model, scope.tenant, *current),
         )
         cursor = self._db.execute(
             "INSERT INTO record_vectors (rid, tenant, workspace, model, vector, subject)"
             " SELECT rid, tenant, workspace, ?, ?, ? FROM records"
             " WHERE record_id = ? AND tenant = ? AND workspace = ? AND state = 'accepted_current'"
-            " ON CONFLICT (rid) DO NOTHING",
+            " ON CONFLICT DO NOTHING",
             (model, vector, subject, *current),
         )
         return bool(cursor.rowcount)
@@ -36,7 +36,7 @@ class VectorQueries(SqlBase):
         marks = ", ".join("?" for _ in models)
         rows = self._db.execute(
             "SELECT r.record_id, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms FROM records AS r"  # noqa: S608
-            f" LEFT JOIN record_vectors AS v ON v.rid = r.rid AND v.model IN ({marks})"
+            f" LEFT JOIN record_vectors AS v ON v.tenant = r.tenant AND v.rid = r.rid AND v.model IN ({marks})"
             " WHERE r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current' AND v.rid IS NULL"
             " ORDER BY r.rid",
             (*models, scope.tenant, scope.workspace),
@@ -47,7 +47,7 @@ class VectorQueries(SqlBase):
         self._enter_tenant(scope.tenant)
         rows = self._db.execute(
             "SELECT r.record_id, v.vector, v.subject, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms"
-            " FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid"
+            " FROM record_vectors AS v JOIN records AS r ON r.tenant = v.tenant AND r.rid = v.rid"
             " WHERE v.tenant = ? AND v.workspace = ? AND v.model = ? AND r.state = 'accepted_current'"
             " ORDER BY v.rid",
             (scope.tenant, scope.workspace, model),
