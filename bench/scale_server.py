@@ -60,7 +60,11 @@ def http_servers(paths: HostPaths, processes: int, semantic: bool) -> Iterator[l
             sink = stack.enter_context(log.open("w", encoding="utf-8"))
             command = [sys.executable, "-m", "engram_memory", "serve", "--http", "--port", "0"]
             process = subprocess.Popen(
-                [*command, "--home", str(paths.home)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink
+                [*command, "--home", str(paths.home)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=sink,
+                env=env,
             )
             stack.callback(_stop, process)
             started.append((process, log))
