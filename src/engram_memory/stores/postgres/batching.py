@@ -31,7 +31,7 @@ from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.queries import PostgresTx
 
 WRITE_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
-CHUNK_WRITES = 60  # writes per commit inside a batch: under the 64 subtransactions a backend caches
+CHUNK_WRITES = 60  # savepoints (writes, and the thread's reads) per commit: under the 64 a backend caches
 
 
 def begin_writer(

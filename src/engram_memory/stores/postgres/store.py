@@ -177,7 +177,7 @@ class PostgresStore:
     @contextmanager
     def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:
         """This thread's writes inside the block share transactions (stores/postgres/batching.py): each a
-        savepoint, committed together per scope and every few hundred writes; the end commits the rest
+        savepoint, committed together per scope and every `CHUNK_WRITES` (60) savepoints; the end commits the rest
         and raises MUTATION_OUTCOME_UNKNOWN when any commit of the batch failed."""
         if self._batch_here() is not None:
             raise RuntimeError("batches do not nest")
