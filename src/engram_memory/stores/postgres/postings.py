@@ -27,10 +27,12 @@ INDEX_ROWS = (
 def add(db: PsycopgConnection, scope: Scope, rid: int, fields: Mapping[str, str]) -> None:
     impacts, rows = impacts_of(fields)
     t, w = scope.tenant, scope.workspace
-    db.executemany(
-        "INSERT INTO lexical_postings (tenant, workspace, term, neg_impact, rid) VALUES (?, ?, ?, ?, ?)",
-        [(t, w, term, neg, rid) for term, neg in rows],
-    )
+    if rows:  # one statement for the record's postings: a statement per posting cost a round of work each
+        db.execute(
+            "INSERT INTO lexical_postings (tenant, workspace, term, neg_impact, rid)"
+            " SELECT ?, ?, term, neg_impact, ? FROM unnest(?::text[], ?::integer[]) AS p (term, neg_impact)",
+            (t, w, rid, [term for term, _ in rows], [neg for _, neg in rows]),
+        )
     db.execute(
         "INSERT INTO lexical_terms (tenant, workspace, term, docs) SELECT ?, ?, term, 1 FROM unnest(?::text[]) AS term"
         " ON CONFLICT (tenant, workspace, term) DO UPDATE SET docs = lexical_terms.docs + 1",
@@ -42,10 +44,13 @@ def drop(db: PsycopgConnection, scope: Scope, rid: int, fields: Mapping[str, str
     """Deletes exactly what `add` wrote for these fields; a term held by no memory leaves no row."""
     impacts, rows = impacts_of(fields)
     t, w = scope.tenant, scope.workspace
-    db.executemany(
-        "DELETE FROM lexical_postings WHERE tenant = ? AND workspace = ? AND term = ? AND neg_impact = ? AND rid = ?",
-        [(t, w, term, neg, rid) for term, neg in rows],
-    )
+    if rows:
+        db.execute(
+            "DELETE FROM lexical_postings AS l USING unnest(?::text[], ?::integer[]) AS p (term, neg_impact)"
+            " WHERE l.tenant = ? AND l.workspace = ? AND l.term = p.term AND l.neg_impact = p.neg_impact"
+            " AND l.rid = ?",
+            ([term for term, _ in rows], [neg for _, neg in rows], t, w, rid),
+        )
     terms = sorted(impacts)
     db.execute(
         "DELETE FROM lexical_terms WHERE tenant = ? AND workspace = ? AND term = ANY (?::text[]) AND docs <= 1",

@@ -337,15 +337,17 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
             )
 
     def is_tombstoned(self, scope: Scope, fingerprints: Sequence[str]) -> bool:
+        wanted = sorted(set(fingerprints))
+        if not wanted:
+            return False
         self._enter_tenant(scope.tenant)
-        for fingerprint in fingerprints:
-            row = self._db.execute(
-                "SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ? AND payload_digest = ?",
-                (scope.tenant, scope.workspace, fingerprint),
-            ).fetchone()
-            if row is not None:
-                return True
-        return False
+        marks = ", ".join("?" * len(wanted))  # a few fingerprints per call: one statement, one round trip
+        row = self._db.execute(
+            "SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ?"  # noqa: S608 (placeholders only)
+            f" AND payload_digest IN ({marks}) LIMIT 1",
+            (scope.tenant, scope.workspace, *wanted),
+        ).fetchone()
+        return row is not None
 
     # -- idempotency -----------------------------------------------------------------------
     def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None:
