@@ -6,7 +6,7 @@ Imported only by the PostgreSQL store and vault, so `import engram_memory` never
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -58,16 +58,6 @@ class PsycopgConnection:
         """Waits for every statement sent so far (pipelined): any of them that failed raises here."""
         if self.pipeline is not None:
             self.pipeline.sync()
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> None:
-        """One statement for many parameter rows, pipelined by psycopg (no round trip per row)."""
-        if not rows:
-            return
-        statement = psycopg_sql(sql)
-        if self._tracer is not None:
-            self._tracer(statement)
-        with self.raw.cursor() as cursor:
-            cursor.executemany(statement, rows)
 
 
 class _PipelinedCursor:

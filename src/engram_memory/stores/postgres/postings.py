@@ -27,17 +27,22 @@ INDEX_ROWS = (
 def add(db: PsycopgConnection, scope: Scope, rid: int, fields: Mapping[str, str]) -> None:
     impacts, rows = impacts_of(fields)
     t, w = scope.tenant, scope.workspace
-    if rows:  # one statement for the record's postings: a statement per posting cost a round of work each
+    if rows:  # one statement for all of a record's postings, not one per term
         db.execute(
             "INSERT INTO lexical_postings (tenant, workspace, term, neg_impact, rid)"
             " SELECT ?, ?, term, neg_impact, ? FROM unnest(?::text[], ?::integer[]) AS p (term, neg_impact)",
-            (t, w, rid, [term for term, _ in rows], [neg for _, neg in rows]),
+            (t, w, rid, *_columns(rows)),
         )
     db.execute(
         "INSERT INTO lexical_terms (tenant, workspace, term, docs) SELECT ?, ?, term, 1 FROM unnest(?::text[]) AS term"
         " ON CONFLICT (tenant, workspace, term) DO UPDATE SET docs = lexical_terms.docs + 1",
         (t, w, sorted(impacts)),
     )
+
+
+def _columns(rows: Sequence[tuple[str, int]]) -> tuple[list[str], list[int]]:
+    """The (term, negated impact) rows as the two arrays an `unnest` takes."""
+    return [term for term, _ in rows], [neg for _, neg in rows]
 
 
 def drop(db: PsycopgConnection, scope: Scope, rid: int, fields: Mapping[str, str]) -> None:
@@ -49,7 +54,7 @@ def drop(db: PsycopgConnection, scope: Scope, rid: int, fields: Mapping[str, str
             "DELETE FROM lexical_postings AS l USING unnest(?::text[], ?::integer[]) AS p (term, neg_impact)"
             " WHERE l.tenant = ? AND l.workspace = ? AND l.term = p.term AND l.neg_impact = p.neg_impact"
             " AND l.rid = ?",
-            ([term for term, _ in rows], [neg for _, neg in rows], t, w, rid),
+            (*_columns(rows), t, w, rid),
         )
     terms = sorted(impacts)
     db.execute(
