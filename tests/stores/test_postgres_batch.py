@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.ports.store import Scope
+from engram_memory.engine.ports.store import AuditRow, Scope
 from engram_memory.stores.postgres.batching import CHUNK_WRITES
 from engram_memory.stores.postgres.store import PostgresStore
 from tests.stores.builders import SCOPE_A, SCOPE_B, event
@@ -76,6 +76,22 @@ def test_a_write_of_another_scope_first_commits_what_the_batch_held(
         _write_event(other, SCOPE_A)
         assert _events(other, SCOPE_B) == []
     assert _events(other, SCOPE_A) == [1, 2] and _events(other, SCOPE_B) == [1]
+
+
+def test_a_batch_reads_a_scopes_head_again_once_its_lock_was_released(
+    stores: tuple[PostgresStore, PostgresStore],
+) -> None:
+    batching, other = stores
+    with batching.batch():
+        _write_event(batching, SCOPE_A)
+        _write_event(batching, SCOPE_A)  # the head it wrote is kept while it holds A's lock
+        _write_event(batching, SCOPE_B)  # commits, releasing A
+        _write_event(other, SCOPE_A)  # moves A's head meanwhile
+        _write_event(batching, SCOPE_A)
+        with batching.read() as tx:
+            head = tx.head(SCOPE_A)
+        assert head is not None and head.cursor == 4
+    assert _events(other, SCOPE_A) == [1, 2, 3, 4]
 
 
 def test_a_long_batch_commits_in_chunks(stores: tuple[PostgresStore, PostgresStore]) -> None:
@@ -151,6 +167,47 @@ def test_a_batch_whose_connection_is_lost_refuses_later_writes_and_ends_unknown(
     assert _events(other, SCOPE_A) == []
     _write_event(batching, SCOPE_A)  # the store itself goes on
     assert _events(other, SCOPE_A) == [1]
+
+
+def _audit(n: int, tenant: str | None) -> AuditRow:
+    return AuditRow(audit_id=f"aud_{n}", at_ms=n, tool="engram_memory_capture", outcome="ok", tenant=tenant)
+
+
+def _audit_ids(pg_url: str) -> list[str]:
+    with psycopg.connect(pg_url) as admin:  # the owner: every tenant's rows
+        return [row[0] for row in admin.execute("SELECT audit_id FROM audit_log ORDER BY seq").fetchall()]
+
+
+def test_a_batchs_audit_rows_commit_with_its_writes_of_every_tenant(
+    stores: tuple[PostgresStore, PostgresStore], pg_url: str
+) -> None:
+    batching, _ = stores
+    with batching.batch():
+        _write_event(batching, SCOPE_A)
+        batching.append_audit(_audit(1, SCOPE_A.tenant))
+        batching.append_audit(_audit(2, None))  # a call bound to no tenant
+        batching.append_audit(_audit(3, SCOPE_B.tenant))  # row-level security checks it as tenant b's
+        assert _audit_ids(pg_url) == []  # held back to the batch's commit
+        _write_event(batching, SCOPE_B)  # another scope: the batch commits what it held first
+        assert sorted(_audit_ids(pg_url)) == ["aud_1", "aud_2", "aud_3"]
+        batching.append_audit(_audit(4, SCOPE_B.tenant))
+    assert sorted(_audit_ids(pg_url)) == ["aud_1", "aud_2", "aud_3", "aud_4"]
+
+
+def test_a_batch_of_audit_rows_alone_commits_them_and_a_failed_batch_loses_them_with_its_writes(
+    stores: tuple[PostgresStore, PostgresStore], pg_url: str
+) -> None:
+    batching, other = stores
+    with batching.batch():
+        batching.append_audit(_audit(1, SCOPE_A.tenant))
+    assert _audit_ids(pg_url) == ["aud_1"]
+    with pytest.raises(RuntimeError), batching.batch():
+        _write_event(batching, SCOPE_A)
+        batching.append_audit(_audit(2, SCOPE_A.tenant))
+        raise RuntimeError("the caller's own failure")
+    assert _audit_ids(pg_url) == ["aud_1"] and _events(other, SCOPE_A) == []
+    batching.append_audit(_audit(3, SCOPE_A.tenant))  # outside a batch: written at once
+    assert _audit_ids(pg_url) == ["aud_1", "aud_3"]
 
 
 def test_batches_do_not_nest(stores: tuple[PostgresStore, PostgresStore]) -> None:

@@ -195,8 +195,7 @@ class Engine(HostFront):
             response_digest=None if envelope is None else self._mac(envelope),
         )
         try:
-            with self.deps.store.write(synced=False, scopes=()) as tx:
-                tx.append_audit(row)
+            self.deps.store.append_audit(row)
         except ContractError:
             logger.error("audit row %s could not be written", audit_id)
 

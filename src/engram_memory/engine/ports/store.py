@@ -177,6 +177,12 @@ class Store(Protocol):
         the last such rows, never a mutation, and the next synced commit carries them to disk."""
         ...
 
+    def append_audit(self, row: AuditRow) -> None:
+        """Writes one audit row as `write(synced=False, scopes=())` would; inside a batch a store may hold
+        it back to the batch's next commit, so it commits with the writes it audits (or is lost with them,
+        as theirs would be). ContractError STORE_UNAVAILABLE when it cannot be written or held."""
+        ...
+
     def read(self) -> AbstractContextManager[StoreTx]:
         """A consistent snapshot for reads; ContractError STORE_UNAVAILABLE on failure."""
         ...

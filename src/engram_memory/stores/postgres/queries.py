@@ -17,15 +17,31 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram_memory.engine.ports.operations import IndexEntry
+from engram_memory.engine.ports.rows import AuditRow, JournalEvent, ScopeHead
 from engram_memory.engine.ports.store import IndexedDoc, IndexStats, Scope
 from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.connection import PsycopgConnection
+from engram_memory.stores.postgres.heads import HeadCache
 from engram_memory.stores.sql import postings as postings_rules
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.queries.transaction import SqlTx
 
 _FIELD_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
+AUDIT_FIELDS = (
+    "audit_id",
+    "at_ms",
+    "tool",
+    "outcome",
+    "tenant",
+    "workspace",
+    "principal",
+    "agent_id",
+    "session",
+    "token_id",
+    "request_digest",
+    "response_digest",
+)
 # ts_rank's weights for the labels {D, C, B, A}, scaled so the heaviest field (primary, A) counts 1.
 _TOP = FIELD_WEIGHTS["primary"]
 _RANK_WEIGHTS = (
@@ -78,12 +94,21 @@ class PostgresTx(SqlTx):
 
     _db: PsycopgConnection
 
-    def __init__(self, connection: PsycopgConnection, *, snapshot: bool = False, tenant: str | None = None) -> None:
+    def __init__(
+        self,
+        connection: PsycopgConnection,
+        *,
+        snapshot: bool = False,
+        tenant: str | None = None,
+        heads: HeadCache | None = None,
+    ) -> None:
         """`snapshot`: a read-only REPEATABLE READ transaction, whose statistics cannot change under it, so
         a search that asks for them three times reads them once (each read is a round trip). `tenant`:
-        the tenant the transaction already set (app.tenant) before this object saw it."""
+        the tenant the transaction already set (app.tenant) before this object saw it. `heads`: a batch's
+        scope heads (heads.py), each read a round trip saved."""
         super().__init__(connection)
         self._tenant: str | None = tenant
+        self._heads = heads
         self._snapshot = snapshot
         self._stats: dict[Scope, IndexStats] = {}
         self._docs: dict[tuple[Scope, str], int] = {}
@@ -101,6 +126,35 @@ class PostgresTx(SqlTx):
     def relax_commit(self) -> None:
         """This transaction's commit returns before its WAL is flushed (Store.write(synced=False))."""
         self._db.execute("SET LOCAL synchronous_commit TO OFF")
+
+    def append_audits(self, rows: Sequence[AuditRow]) -> None:
+        """Many audit rows in one statement per tenant (row-level security checks each row against
+        app.tenant), in the order given within a tenant."""
+        by_tenant: dict[str | None, list[AuditRow]] = {}
+        for row in rows:
+            by_tenant.setdefault(row.tenant, []).append(row)
+        for tenant, group in by_tenant.items():
+            if tenant is not None:
+                self._enter_tenant(tenant)
+            self._db.execute(
+                f"INSERT INTO audit_log ({', '.join(AUDIT_FIELDS)}) SELECT * FROM unnest("  # noqa: S608
+                + ", ".join("?::text[]" if name != "at_ms" else "?::bigint[]" for name in AUDIT_FIELDS)
+                + ")",
+                tuple([getattr(row, name) for row in group] for name in AUDIT_FIELDS),
+            )
+
+    def head(self, scope: Scope) -> ScopeHead | None:
+        if self._heads is None:
+            return super().head(scope)
+        head = self._heads.get(scope) or super().head(scope)
+        if head is not None:
+            self._heads.read(scope, head)
+        return head
+
+    def append_event(self, event: JournalEvent) -> None:
+        super().append_event(event)
+        if self._heads is not None:
+            self._heads.appended(event)
 
     # -- the dialect -------------------------------------------------------------------------------
     def _enter_tenant(self, tenant: str) -> None:

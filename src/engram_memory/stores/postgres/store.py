@@ -26,7 +26,7 @@ from contextlib import contextmanager
 import psycopg
 
 from engram_memory.contract.errors import ContractError, ErrorCode
-from engram_memory.engine.ports.rows import Scope
+from engram_memory.engine.ports.rows import AuditRow, Scope
 from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.batching import WRITE_BEGIN, Batch, begin_writer, only_tenant
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
@@ -173,6 +173,14 @@ class PostgresStore:
             self._pool.putconn(connection)
         if self._erasure_pending and batch is None:
             self.erase_physically()
+
+    def append_audit(self, row: AuditRow) -> None:
+        batch = self._batch_here()
+        if batch is not None:
+            batch.defer_audit(row)
+            return
+        with self.write(synced=False, scopes=()) as tx:
+            tx.append_audit(row)
 
     @contextmanager
     def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engram_memory.contract.errors import ErrorCode
-from engram_memory.engine.ports.rows import Scope
+from engram_memory.engine.ports.rows import AuditRow, Scope
 from engram_memory.stores.sql.connection import StatementTracer
 from engram_memory.stores.sqlite import postings
 from engram_memory.stores.sqlite.faults import SQLITE
@@ -139,6 +139,10 @@ class SQLiteStore:
                     self._synchronous("FULL")
             if self._erasure_pending:
                 self.erase_physically()
+
+    def append_audit(self, row: AuditRow) -> None:
+        with self.write(synced=False, scopes=()) as tx:
+            tx.append_audit(row)
 
     @contextmanager
     def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:
