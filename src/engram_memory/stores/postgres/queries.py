@@ -12,6 +12,7 @@ ranked by ts_rank (ties by record id). The engine re-scores every pool with BM25
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,20 +29,7 @@ from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.queries.transaction import SqlTx
 
 _FIELD_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
-AUDIT_FIELDS = (
-    "audit_id",
-    "at_ms",
-    "tool",
-    "outcome",
-    "tenant",
-    "workspace",
-    "principal",
-    "agent_id",
-    "session",
-    "token_id",
-    "request_digest",
-    "response_digest",
-)
+AUDIT_FIELDS = tuple(field.name for field in dataclasses.fields(AuditRow))  # audit_log's columns, named alike
 # ts_rank's weights for the labels {D, C, B, A}, scaled so the heaviest field (primary, A) counts 1.
 _TOP = FIELD_WEIGHTS["primary"]
 _RANK_WEIGHTS = (
