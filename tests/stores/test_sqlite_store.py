@@ -14,7 +14,7 @@ from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.stores.sqlite.migrate import bundled, migrate
 from engram_memory.stores.sqlite.store import SQLiteStore
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
-from tests.stores.builders import AT_MS, SCOPE_A, event, fields, record
+from tests.stores.builders import AT_MS, SCOPE_A, SCOPE_B, event, fields, record
 
 VERSIONS = [version for version, _, _ in bundled("migrations")]
 READS = ("SELECT", "WITH")
@@ -165,3 +165,27 @@ def test_tracer_sees_a_search_run_only_reads_inside_one_read_transaction(tmp_pat
         assert searched[1:-1] and all(s.lstrip().upper().startswith(READS) for s in searched[1:-1]), searched
     finally:
         store.close()
+
+
+def test_a_page_of_hits_is_read_through_the_ids_unique_indexes_not_a_scan_of_the_scope(tmp_path: Path) -> None:
+    """Without statistics SQLite served the scope condition from records_by_digest's prefix and read
+    every record of the scope per page; the plan must look the ids up instead."""
+    traced: list[str] = []
+    store = SQLiteStore(tmp_path / "s.db", tracer=traced.append)
+    try:
+        with store.write() as tx:
+            event(tx, SCOPE_A)
+            for name in ("mem_a", "mem_b"):
+                tx.insert_record(record(SCOPE_A, name))
+        traced.clear()
+        with store.read() as tx:
+            assert set(tx.get_records(SCOPE_A, ["mem_a", "mem_b", "mem_absent"])) == {"mem_a", "mem_b"}
+            assert tx.get_records(SCOPE_B, ["mem_a"]) == {}
+            assert tx.get_bodies(SCOPE_A, ["mem_a"]) == {}
+        reads = [s for s in _own(traced) if " IN (" in s]
+    finally:
+        store.close()
+    assert len(reads) == 3
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        plans = [" ".join(str(row[3]) for row in db.execute("EXPLAIN QUERY PLAN " + s)) for s in reads]
+    assert all("sqlite_autoindex" in plan and "records_by_digest" not in plan for plan in plans), plans

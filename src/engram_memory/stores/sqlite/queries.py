@@ -55,6 +55,10 @@ class SQLiteTx(SqlTx):
     holds the batch's postings until its end (postings.PendingPostings)."""
 
     _db: sqlite3.Connection
+    # Unary + keeps SQLite from serving `tenant = ? AND workspace = ?` from records_by_digest's prefix:
+    # without statistics it chose that over record_id's unique index, and read every record of the
+    # scope for each page of hits (search p95 6.7 ms -> 129 ms at 100,000 memories).
+    _SCOPE_OF_IDS = "+tenant = ? AND +workspace = ?"
 
     def __init__(self, connection: sqlite3.Connection, pending: postings.PendingPostings | None = None) -> None:
         super().__init__(connection)

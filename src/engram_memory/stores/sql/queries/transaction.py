@@ -47,6 +47,10 @@ LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
 class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQueries, VectorQueries):
     """One open transaction; the store begins and ends it. Subclasses add the full-text index."""
 
+    # The scope condition of a read of several ids. A store whose planner could prefer a scope-prefix
+    # index to the ids' unique index (a scan of the whole scope per page of hits) overrides it.
+    _SCOPE_OF_IDS = "tenant = ? AND workspace = ?"
+
     def __init__(self, connection: SqlConnection) -> None:
         self._db = connection
 
@@ -205,9 +209,8 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         self._enter_tenant(scope.tenant)
         marks = ", ".join("?" for _ in record_ids)
         rows = self._db.execute(
-            f"SELECT {RECORD_COLUMNS} FROM records WHERE tenant = ? AND workspace = ?"  # noqa: S608
-            f" AND record_id IN ({marks})",
-            (scope.tenant, scope.workspace, *record_ids),
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE record_id IN ({marks}) AND {self._SCOPE_OF_IDS}",  # noqa: S608
+            (*record_ids, scope.tenant, scope.workspace),
         ).fetchall()
         return {found.record_id: found for found in map(record_row, rows)}
 
@@ -251,9 +254,9 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         self._enter_tenant(scope.tenant)
         marks = ", ".join("?" for _ in owner_ids)
         rows = self._db.execute(
-            "SELECT owner_id, nonce, ciphertext FROM sealed_bodies WHERE tenant = ? AND workspace = ?"  # noqa: S608
-            f" AND owner_id IN ({marks})",
-            (scope.tenant, scope.workspace, *owner_ids),
+            "SELECT owner_id, nonce, ciphertext FROM sealed_bodies"  # noqa: S608
+            f" WHERE owner_id IN ({marks}) AND {self._SCOPE_OF_IDS}",
+            (*owner_ids, scope.tenant, scope.workspace),
         ).fetchall()
         return {str(row[0]): SealedBody(nonce=bytes(row[1]), ciphertext=bytes(row[2])) for row in rows}
 
