@@ -85,5 +85,12 @@ def candidate_fingerprints(key: bytes, payload_digest: str, payload: Mapping[str
     found = {payload_digest, _fingerprint(key, _PAYLOAD, payload_digest)}
     for component in payload.get("components", []):
         text = str(component.get("text", ""))
-        found.update(fp for fp in (_text_fingerprint(key, text), _earlier_text_fingerprint(key, text)) if fp)
+        current = _text_fingerprint(key, text)
+        if current is not None:
+            found.add(current)
+        # The earlier form differs only when a format character was dropped: tokenising again would
+        # cost every admission a second pass over its text for nothing.
+        earlier = _earlier_text_fingerprint(key, text) if _visible(text) != text else current
+        if earlier is not None:
+            found.add(earlier)
     return sorted(found)
