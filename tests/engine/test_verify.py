@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -525,3 +526,21 @@ def test_verify_lists_twenty_problems_of_a_kind_then_counts_the_rest(
     assert report.problems[-1].line == (
         "JOURNAL_CORRUPT: 5 more problems of the same kind (leftover) in tenant-a/workspace-1"
     )
+
+
+def test_verify_reads_a_long_journal_as_it_streams_instead_of_holding_it(paths: HostPaths) -> None:
+    """A scope's whole journal in memory cost the verifier (and `serve`'s start) gigabytes at a million
+    memories; what it keeps now is the folded state, well under a kilobyte and a half per memory."""
+    memories = 1_200
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        InProcessAgent(engine, bind(paths).binding).remember_many(
+            [f"Runbook {n}: the rota hands over on day {n % 7} at {n % 24}:00." for n in range(memories)]
+        )
+        tracemalloc.start()
+        try:
+            report = verify_store(engine.deps, full=False)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert report.ok and report.events == 2 * memories
+    assert peak < 1_500 * memories, peak

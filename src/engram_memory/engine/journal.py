@@ -112,25 +112,31 @@ class FoldedState:
 def fold(events: Iterable[JournalEvent]) -> FoldedState:
     state = FoldedState()
     for event in events:
-        data = event.body["data"]
-        kind = event.kind
-        if kind == CANDIDATE_CAPTURED:
-            state.candidates[data["candidate_id"]] = CandidateState.PENDING.value
-        elif kind in (CANDIDATE_ACCEPTED, CANDIDATE_DUPLICATE):
-            state.candidates[data["candidate_id"]] = CandidateState.ACCEPTED_CURRENT.value
-            state.adjudication.discard(data["candidate_id"])
-            if kind == CANDIDATE_ACCEPTED:
-                state.records[data["record_id"]] = RecordState.ACCEPTED_CURRENT.value
-        elif kind == CANDIDATE_REJECTED:
-            state.candidates[data["candidate_id"]] = CandidateState.REJECTED.value
-            state.adjudication.discard(data["candidate_id"])
-        elif kind == CANDIDATE_ADJUDICATION:
-            state.adjudication.add(data["candidate_id"])
-        elif kind == CANDIDATE_WITHDRAWN:
-            state.candidates[data["candidate_id"]] = CandidateState.WITHDRAWN.value
-            state.adjudication.discard(data["candidate_id"])
-        elif kind == RECORD_TRANSITIONED:
-            state.records[data["record_id"]] = data["to_state"]
-        else:
-            raise ContractError(ErrorCode.JOURNAL_CORRUPT)
+        apply_event(state, event)
     return state
+
+
+def apply_event(state: FoldedState, event: JournalEvent) -> None:
+    """One event's effect on the folded state, so a long journal can be folded as it streams by.
+    Raises ContractError JOURNAL_CORRUPT for an unknown kind (KeyError, TypeError for malformed data)."""
+    data = event.body["data"]
+    kind = event.kind
+    if kind == CANDIDATE_CAPTURED:
+        state.candidates[data["candidate_id"]] = CandidateState.PENDING.value
+    elif kind in (CANDIDATE_ACCEPTED, CANDIDATE_DUPLICATE):
+        state.candidates[data["candidate_id"]] = CandidateState.ACCEPTED_CURRENT.value
+        state.adjudication.discard(data["candidate_id"])
+        if kind == CANDIDATE_ACCEPTED:
+            state.records[data["record_id"]] = RecordState.ACCEPTED_CURRENT.value
+    elif kind == CANDIDATE_REJECTED:
+        state.candidates[data["candidate_id"]] = CandidateState.REJECTED.value
+        state.adjudication.discard(data["candidate_id"])
+    elif kind == CANDIDATE_ADJUDICATION:
+        state.adjudication.add(data["candidate_id"])
+    elif kind == CANDIDATE_WITHDRAWN:
+        state.candidates[data["candidate_id"]] = CandidateState.WITHDRAWN.value
+        state.adjudication.discard(data["candidate_id"])
+    elif kind == RECORD_TRANSITIONED:
+        state.records[data["record_id"]] = data["to_state"]
+    else:
+        raise ContractError(ErrorCode.JOURNAL_CORRUPT)

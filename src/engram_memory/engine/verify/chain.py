@@ -79,38 +79,69 @@ def _parse(scope: Scope, row: RawJournalRow) -> JournalEvent:
     )
 
 
-def _walk(scope: Scope, rows: Iterable[RawJournalRow], seen: list[JournalEvent]) -> Iterator[JournalEvent]:
-    for row in rows:
-        event = _parse(scope, row)
-        seen.append(event)
-        yield event
+def _drain(rows: Iterator[RawJournalRow]) -> None:
+    """Reads what is left of a journal the check stopped in: a server store's stream holds its
+    connection until it ends, and cancelling it would abort the transaction the other checks read in."""
+    try:
+        for _ in rows:
+            pass
+    except ContractError:
+        pass  # the store failed under the read: the problem already reported is the one to see
+
+
+class _Walk:
+    """Parses and folds a journal as it streams by, keeping only what a report needs of the events
+    seen: a scope's whole journal held in memory cost the verifier (and `serve`'s start) gigabytes at
+    a million memories."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = 0  # the cursor of the last event read (the one that failed, when one fails)
+        self.before = 0  # the cursor of the event before it
+        self.state = journal.FoldedState()
+        self.unfoldable = False
+
+    def events(self, scope: Scope, rows: Iterable[RawJournalRow]) -> Iterator[JournalEvent]:
+        for row in rows:
+            event = _parse(scope, row)
+            self.count += 1
+            self.before, self.last = self.last, event.cursor
+            if not self.unfoldable:
+                try:
+                    journal.apply_event(self.state, event)
+                except (ContractError, KeyError, TypeError):
+                    self.unfoldable = True  # reported only if the chain itself holds
+            yield event
 
 
 def check_journal(tx: StoreTx, scope: Scope, report: VerifyReport) -> journal.FoldedState | None:
     """The folded state when the chain and the head hold; otherwise reports the first break and returns None."""
     name = scope_name(scope)
-    seen: list[JournalEvent] = []
+    walk = _Walk()
+    rows = iter(tx.journal_rows(scope))
     try:
-        chain_head = journal.verify_chain(scope, _walk(scope, tx.journal_rows(scope), seen))
+        chain_head = journal.verify_chain(scope, walk.events(scope, rows))
     except _BadRow as bad:
-        report.events += len(seen)
+        _drain(rows)
+        report.events += walk.count
         detail = f"the journal of {name} fails at cursor {bad.cursor} ({bad.reason})"
         report.problems.append(Problem(ErrorCode.JOURNAL_CORRUPT, scope, f"cursor {bad.cursor}", detail))
         return None
     except ContractError as exc:
-        report.events += len(seen)
-        failed = seen[-1].cursor if seen else 0
+        _drain(rows)
+        report.events += walk.count
+        failed = walk.last
         if exc.code is ErrorCode.CURSOR_GAP:
-            before = seen[-2].cursor if len(seen) > 1 else 0
+            before = walk.before
             detail = f"the journal of {name} has a gap: cursor {failed} follows cursor {before}"
         else:
             detail = f"the journal of {name} fails at cursor {failed} (the hash chain breaks here)"
         report.problems.append(Problem(exc.code, scope, f"cursor {failed}", detail))
         return None
-    report.events += len(seen)
+    report.events += walk.count
     head = tx.head(scope)
     if head is None:
-        if seen:
+        if walk.count:
             detail = f"the journal of {name} has no head row (it ends at cursor {chain_head.cursor})"
             report.problems.append(Problem(ErrorCode.JOURNAL_CORRUPT, scope, "head", detail))
             return None
@@ -126,12 +157,11 @@ def check_journal(tx: StoreTx, scope: Scope, report: VerifyReport) -> journal.Fo
             detail = f"the head row of {name} does not match the last event of its journal (cursor {head.cursor})"
         report.problems.append(Problem(code, scope, "head", detail))
         return None
-    try:
-        return journal.fold(seen)
-    except (ContractError, KeyError, TypeError):
+    if walk.unfoldable:
         detail = f"the journal of {name} holds an event that cannot be replayed"
         report.problems.append(Problem(ErrorCode.JOURNAL_CORRUPT, scope, "fold", detail))
         return None
+    return walk.state
 
 
 def check_fold(

@@ -15,6 +15,10 @@ from psycopg_pool import ConnectionPool
 
 from engram_memory.stores.sql.connection import SqlCursor, StatementTracer
 
+# Rows per round trip of a streamed read: chunks need libpq 17 (psycopg's binary wheel ships 18); an
+# older libpq streams a row at a time.
+STREAM_CHUNK_ROWS = 1000 if psycopg.pq.version() >= 170000 else 1
+
 Connection = psycopg.Connection[tuple[Any, ...]]
 
 
@@ -53,6 +57,14 @@ class PsycopgConnection:
             self._tracer(statement)
         cursor = self.raw.execute(statement, parameters)
         return cursor if self.pipeline is None else _PipelinedCursor(cursor, self.pipeline)
+
+    def stream(self, sql: str, parameters: Any = (), /) -> Iterator[Any]:
+        """The rows a chunk at a time as they are consumed, instead of the whole result in memory at once."""
+        statement = psycopg_sql(sql)
+        if self._tracer is not None:
+            self._tracer(statement)
+        with self.raw.cursor() as cursor:
+            yield from cursor.stream(statement, parameters, size=STREAM_CHUNK_ROWS)
 
     def sync(self) -> None:
         """Waits for every statement sent so far (pipelined): any of them that failed raises here."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engram_memory.engine.ports.operations import IndexEntry
@@ -149,6 +149,10 @@ class PostgresTx(SqlTx):
         if tenant != self._tenant:
             self._db.execute("SELECT set_config('app.tenant', ?, true)", (tenant,))
             self._tenant = tenant
+
+    def _streamed(self, sql: str, parameters: Sequence[Any]) -> Iterable[Sequence[Any]]:
+        # psycopg's ordinary cursor holds the whole result; a journal of a million memories is gigabytes.
+        return self._db.stream(sql, parameters)
 
     @staticmethod
     def _json_text(column: str, *path: str) -> str:

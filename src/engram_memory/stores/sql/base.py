@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from engram_memory.stores.sql.connection import SqlConnection
 
 
@@ -19,6 +22,13 @@ class SqlBase:
 
     def _enter_tenant(self, tenant: str) -> None:
         """Called before a statement touches a tenant's rows; PostgreSQL's row-level security needs it."""
+
+    def _streamed(self, sql: str, parameters: Sequence[Any]) -> Iterable[Sequence[Any]]:
+        """The rows of a read that may be as long as the store (a journal, the audit log), fetched as
+        they are consumed. A SQLite cursor already steps through its rows; a server store's driver
+        would hold the whole result in memory, so it overrides this."""
+        rows: Iterable[Sequence[Any]] = self._db.execute(sql, parameters)
+        return rows
 
     @staticmethod
     def _json_text(column: str, *path: str) -> str:

@@ -48,7 +48,7 @@ class OperationsQueries(SqlBase):
     def journal_rows(self, scope: Scope) -> Iterator[RawJournalRow]:
         self._enter_tenant(scope.tenant)
         raw = self._raw
-        rows = self._db.execute(
+        rows = self._streamed(
             f"SELECT {raw('tenant')}, {raw('workspace')}, cursor, {raw('event_id')}, {raw('kind')}, at_ms,"  # noqa: S608
             f" {raw('body')}, {raw('prev_digest')}, {raw('event_digest')}, affects_records FROM journal"
             " WHERE tenant = ? AND workspace = ? ORDER BY cursor",
@@ -141,7 +141,7 @@ class OperationsQueries(SqlBase):
             bounds.append("at_ms < ?")
             params.append(until_ms)
         where = (" WHERE " + " AND ".join(bounds)) if bounds else ""
-        rows = self._db.execute(
+        rows = self._streamed(
             "SELECT audit_id, at_ms, tool, outcome, tenant, workspace, principal, agent_id, session, token_id,"  # noqa: S608
             f" request_digest, response_digest FROM audit_log{where} ORDER BY seq",
             tuple(params),
