@@ -14,8 +14,10 @@ MCP stdio through the SDK's client and a real `engram-memory serve`; search, agg
 tenants and a forget storm over streamable HTTP through `serve --http` processes (bench/scale_server.py:
 `--processes`, `--clients`); search and get in process; and
 the floor, the same top-10 full-text query issued straight to the store (FTS5 `bm25()`, or
-`ts_rank` over the tsvector column) on the same data. Peak RSS is this process's (the engine's);
-database size is the store's files (or the PostgreSQL database). Results: docs/benchmarks.md.
+`ts_rank` over the tsvector column) on the same data. Peak RSS is this process's (it runs the ingest
+and the exactly-once check with a full verify itself); `server_peak_rss_mb` is the largest peak of the
+`serve --http` processes, read from /proc before they stop; database size is the store's files (or the
+PostgreSQL database). Results: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -398,6 +400,8 @@ def served_figures(
     figures = over_http(paths, load)
     out: dict[str, Any] = {"http_processes": options.processes, "aggregate_clients": options.clients}
     out["http_start_s"] = round(figures["http_start_s"], 1)
+    peak = figures["server_peak_rss_mb"]
+    out["server_peak_rss_mb"] = None if peak is None else round(peak, 1)
     for label, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
         out[f"http_search_{label}_ms"] = round(percentile(figures["http_search"], q), 2)
     out["aggregate_capture_admit_per_s"] = round(figures["aggregate_pairs"] / figures["aggregate_s"], 1)

@@ -46,9 +46,28 @@ START_TIMEOUT_S = 1800.0  # serve verifies the store before it listens: minutes 
 REASON = "reason:bench-forget-storm"
 
 
+@dataclass
+class Servers:
+    urls: list[str]
+    pids: list[int]
+
+    def peak_rss_mb(self) -> float | None:
+        """The largest peak resident set (VmHWM) among the servers so far, or None where /proc has none."""
+        peaks: list[float] = []
+        for pid in self.pids:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+            except OSError:
+                continue
+            found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+            if found:
+                peaks.append(int(found.group(1)) / 1024)
+        return max(peaks) if peaks else None
+
+
 @contextmanager
-def http_servers(paths: HostPaths, processes: int, semantic: bool) -> Iterator[list[str]]:
-    """`processes` servers on the home, each on a port of its own; yields their MCP URLs."""
+def http_servers(paths: HostPaths, processes: int, semantic: bool) -> Iterator[Servers]:
+    """`processes` servers on the home, each on a port of its own; yields their MCP URLs and pids."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("ENGRAM_")}
     if not semantic:
         env["ENGRAM_EMBEDDING_MODEL"] = "off"
@@ -68,7 +87,8 @@ def http_servers(paths: HostPaths, processes: int, semantic: bool) -> Iterator[l
             )
             stack.callback(_stop, process)
             started.append((process, log))
-        yield [_announced(process, log) for process, log in started]
+        urls = [_announced(process, log) for process, log in started]
+        yield Servers(urls, [process.pid for process, _ in started])
 
 
 def _announced(process: subprocess.Popen[bytes], log: Path) -> str:
@@ -222,7 +242,11 @@ def over_http(paths: HostPaths, load: Load) -> dict[str, Any]:
     acknowledged = [Acknowledged(tenant=f"bench-tenant-{n:02d}") for n in range(load.clients)]
     figures: dict[str, Any] = {}
     begun = time.perf_counter()
-    with http_servers(paths, load.processes, load.semantic) as urls, open_engine(paths, semantic=load.semantic) as host:
+    with (
+        http_servers(paths, load.processes, load.semantic) as servers,
+        open_engine(paths, semantic=load.semantic) as host,
+    ):
+        urls = servers.urls
         figures["http_start_s"] = time.perf_counter() - begun  # start-up verification included
 
         async def measure() -> None:
@@ -238,6 +262,7 @@ def over_http(paths: HostPaths, load: Load) -> dict[str, Any]:
                 figures.update(await _storm(searcher, forgetter, host, doomed, load))
 
         anyio.run(measure)
+        figures["server_peak_rss_mb"] = servers.peak_rss_mb()  # before the check: it runs in this process
         figures["aggregate_check"] = _check(paths, host, writers, acknowledged)
     return figures
 
