@@ -60,12 +60,6 @@ def _text_fingerprint(key: bytes, text: str) -> str | None:
     return _fingerprint(key, _TEXT, normalised) if normalised else None
 
 
-def _earlier_text_fingerprint(key: bytes, text: str) -> str | None:
-    """As tombstones written before format characters were dropped hold it."""
-    normalised = " ".join(words(text))
-    return _fingerprint(key, _TEXT, normalised) if normalised else None
-
-
 def forgotten_fingerprints(key: bytes, payload_digest: str, payload: Mapping[str, Any] | None) -> list[str]:
     """What a tombstone keeps of a record (`payload` None when its body can no longer be opened)."""
     found = [_fingerprint(key, _PAYLOAD, payload_digest)]
@@ -85,12 +79,10 @@ def candidate_fingerprints(key: bytes, payload_digest: str, payload: Mapping[str
     found = {payload_digest, _fingerprint(key, _PAYLOAD, payload_digest)}
     for component in payload.get("components", []):
         text = str(component.get("text", ""))
-        current = _text_fingerprint(key, text)
-        if current is not None:
-            found.add(current)
-        # The earlier form differs only when a format character was dropped: tokenising again would
-        # cost every admission a second pass over its text for nothing.
-        earlier = _earlier_text_fingerprint(key, text) if _visible(text) != text else current
-        if earlier is not None:
-            found.add(earlier)
+        # Tombstones written before format characters were dropped hold the unfiltered form; the set
+        # has one form only when nothing was dropped, so the text is tokenised once.
+        for form in {_visible(text), text}:
+            normalised = " ".join(words(form))
+            if normalised:
+                found.add(_fingerprint(key, _TEXT, normalised))
     return sorted(found)

@@ -19,6 +19,9 @@ class SqlBase:
     """What every statement mixin reads: the open connection and the dialect's fragments (SQLite's by default)."""
 
     _db: SqlConnection
+    # The scope condition of a read of several ids. A store whose planner could prefer a scope-prefix
+    # index to the ids' unique index (a scan of the whole scope per page of hits) overrides it.
+    _SCOPE_OF_IDS = "tenant = ? AND workspace = ?"
 
     def _enter_tenant(self, tenant: str) -> None:
         """Called before a statement touches a tenant's rows; PostgreSQL's row-level security needs it."""

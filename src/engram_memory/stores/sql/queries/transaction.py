@@ -47,10 +47,6 @@ LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
 class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQueries, VectorQueries):
     """One open transaction; the store begins and ends it. Subclasses add the full-text index."""
 
-    # The scope condition of a read of several ids. A store whose planner could prefer a scope-prefix
-    # index to the ids' unique index (a scan of the whole scope per page of hits) overrides it.
-    _SCOPE_OF_IDS = "tenant = ? AND workspace = ?"
-
     def __init__(self, connection: SqlConnection) -> None:
         self._db = connection
 
