@@ -114,11 +114,11 @@ class HostFront:
     def candidate_view(self, candidate_id: str) -> CandidateView:
         return review.show_candidate(self.deps, candidate_id)
 
-    def accept_candidate(self, candidate_id: str, *, decided_by: str) -> ReviewDecision:
-        return review.accept_candidate(self.deps, candidate_id, decided_by=decided_by)
+    def accept_candidate(self, candidate_id: str, *, decided_by: str, reason_ref: str | None = None) -> ReviewDecision:
+        return review.accept_candidate(self.deps, candidate_id, decided_by=decided_by, reason_ref=reason_ref)
 
-    def reject_candidate(self, candidate_id: str, *, decided_by: str) -> ReviewDecision:
-        return review.reject_candidate(self.deps, candidate_id, decided_by=decided_by)
+    def reject_candidate(self, candidate_id: str, *, decided_by: str, reason_ref: str | None = None) -> ReviewDecision:
+        return review.reject_candidate(self.deps, candidate_id, decided_by=decided_by, reason_ref=reason_ref)
 
     # -- operations ----------------------------------------------------------------------------------
     def verify(self, *, full: bool) -> VerifyReport:

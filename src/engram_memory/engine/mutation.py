@@ -6,6 +6,7 @@ must commit, so the gate's refusal is raised only after the transaction ends.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -111,3 +112,14 @@ def append_event(tx: StoreTx, call: Call, kind: str, data: Mapping[str, Any]) ->
 def host_actor(decided_by: str) -> dict[str, str]:
     """How a host operation signs the journal: the person, through the host path, never an agent."""
     return {"principal": decided_by, "agent_id": "host", "session": "host"}
+
+
+REASON_REF_MAX_BYTES = 512
+
+
+def reason_ref_ok(reason_ref: str | None) -> bool:
+    """A host decision's reason follows the opaque-ref rule agents follow: NFC, 1-512 UTF-8 bytes (or none)."""
+    if reason_ref is None:
+        return True
+    size = len(reason_ref.encode("utf-8", errors="replace"))
+    return 1 <= size <= REASON_REF_MAX_BYTES and unicodedata.normalize("NFC", reason_ref) == reason_ref

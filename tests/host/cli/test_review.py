@@ -189,6 +189,19 @@ def test_review_accept_json_and_the_agent_replays_the_decision(site: Site) -> No
     assert [item["candidate_id"] for item in _json("review", "list", "--json", "--home", site.home)] == [site.plain]
 
 
+def test_a_review_decision_keeps_its_reason_ref_in_the_journal_and_verify_passes(site: Site) -> None:
+    decided = _json("review", "accept", site.flagged, "--reason", "ticket:OPS-7", "--json", "--home", site.home)
+    shown = _json("records", "show", decided["record_id"], "--json", "--home", site.home)
+    assert [item["reason_ref"] for item in shown["history"]] == ["ticket:OPS-7"]
+    _ok(cli("verify", "--home", site.home))
+
+
+def test_a_review_reason_ref_that_breaks_the_ref_rule_is_refused_and_nothing_is_decided(site: Site) -> None:
+    line = assert_one_line_failure(cli("review", "reject", site.plain, "--reason", "x" * 513, "--home", site.home))
+    assert line == ERROR + "INVALID_SCHEMA: a reason ref is an NFC string of 1-512 UTF-8 bytes"
+    assert site.plain in [item["candidate_id"] for item in _json("review", "list", "--json", "--home", site.home)]
+
+
 def test_review_reject_for_people_and_as_json(site: Site) -> None:
     said = _ok(cli("review", "reject", site.plain, "--home", site.home))
     assert said.startswith(f"rejected {site.plain} (tenant-a/workspace-1, cursor ")

@@ -44,6 +44,7 @@ def apply_decision(
     actor: Mapping[str, str],
     at_ms: int,
     plaintext: bytes | None = None,
+    reason_ref: str | None = None,
 ) -> tuple[JournalEvent, str | None]:
     """Journals the decision and writes its effects; returns the event and the record id, if any.
 
@@ -62,6 +63,8 @@ def apply_decision(
     }
     if record_id is not None:
         data["record_id"] = record_id
+    if reason_ref is not None:
+        data["reason_ref"] = reason_ref
     event = append_event_as(tx, scope, actor, at_ms, kind, data)
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
         create_record(deps, tx, candidate, record_id, event.cursor, at_ms, plaintext=plaintext)

@@ -19,7 +19,7 @@ from engram_memory.engine.admission.decision import Decision, Verdict, rejection
 from engram_memory.engine.admission.effects import EFFECTS, apply_decision
 from engram_memory.engine.admission.request import candidate_facts
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.mutation import host_actor
+from engram_memory.engine.mutation import host_actor, reason_ref_ok
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.sealing.bodies import read_body
@@ -81,18 +81,22 @@ def show_candidate(deps: Deps, candidate_id: str) -> CandidateView:
     return CandidateView(candidate, body["payload"], body["evidence"], tuple(findings))
 
 
-def accept_candidate(deps: Deps, candidate_id: str, *, decided_by: str) -> ReviewDecision:
+def accept_candidate(
+    deps: Deps, candidate_id: str, *, decided_by: str, reason_ref: str | None = None
+) -> ReviewDecision:
     """A human accepts: a new searchable record, or the existing one when identical content is current.
 
     Raises ReviewError (unknown, not pending, the policy's rejection rules forbid it), ContractError
     POLICY_UNAVAILABLE, POLICY_STALE, BLOB_MISSING, STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN.
     """
-    return _decide(deps, candidate_id, accept=True, decided_by=decided_by)
+    return _decide(deps, candidate_id, accept=True, decided_by=decided_by, reason_ref=reason_ref)
 
 
-def reject_candidate(deps: Deps, candidate_id: str, *, decided_by: str) -> ReviewDecision:
+def reject_candidate(
+    deps: Deps, candidate_id: str, *, decided_by: str, reason_ref: str | None = None
+) -> ReviewDecision:
     """A human rejects: the body and its data key are destroyed. Raises as `accept_candidate`."""
-    return _decide(deps, candidate_id, accept=False, decided_by=decided_by)
+    return _decide(deps, candidate_id, accept=False, decided_by=decided_by, reason_ref=reason_ref)
 
 
 def _find(tx: StoreTx, candidate_id: str) -> CandidateRow:
@@ -102,7 +106,9 @@ def _find(tx: StoreTx, candidate_id: str) -> CandidateRow:
     return candidate
 
 
-def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str) -> ReviewDecision:
+def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str, reason_ref: str | None) -> ReviewDecision:
+    if not reason_ref_ok(reason_ref):
+        raise ReviewError("INVALID_SCHEMA: a reason ref is an NFC string of 1-512 UTF-8 bytes")
     policy = deps.policies.current()
     now_ms = deps.clock.now_ms()
     with deps.store.write() as tx:
@@ -137,7 +143,14 @@ def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str) -> 
             decision = Decision(Verdict.ACCEPT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest)
         decision_digest = decision_receipt_digest(candidate_id, decision, now_ms)
         event, record_id = apply_decision(
-            deps, tx, candidate, decision, decision_digest, actor=host_actor(decided_by), at_ms=now_ms
+            deps,
+            tx,
+            candidate,
+            decision,
+            decision_digest,
+            actor=host_actor(decided_by),
+            at_ms=now_ms,
+            reason_ref=reason_ref,
         )
 
         # The decision names the policy in force: it must still be in force when it commits.

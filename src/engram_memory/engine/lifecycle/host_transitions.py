@@ -7,7 +7,6 @@ the host, so folding the journal still gives the tables and page cursors go stal
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from engram_memory.engine import journal
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.lifecycle.erasure import coverage_of, destroy_record_key, erase_record
 from engram_memory.engine.lifecycle.transitions import record_transitioned
-from engram_memory.engine.mutation import host_actor
+from engram_memory.engine.mutation import host_actor, reason_ref_ok
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.store import JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.projection import add_index_entry
@@ -27,7 +26,6 @@ from engram_memory.engine.recall.semantic import index_vector
 from engram_memory.engine.sealing.bodies import read_payload
 
 AUTO_EXPIRY_ACTOR = "host:auto-expiry"
-REASON_REF_MAX_BYTES = 512
 EXPIRY_BATCH = 100
 _CURRENT = RecordState.ACCEPTED_CURRENT
 _EXPIRABLE = tuple(sorted(state.value for state in RECORD_TRANSITIONS[Operation.EXPIRE][0]))
@@ -266,10 +264,7 @@ def _simple(
 
 def _check_reason_ref(reason_ref: str | None) -> None:
     """The same opaque-ref rule agents follow: NFC, 1-512 UTF-8 bytes."""
-    if reason_ref is None:
-        return
-    size = len(reason_ref.encode("utf-8", errors="replace"))
-    if not 1 <= size <= REASON_REF_MAX_BYTES or unicodedata.normalize("NFC", reason_ref) != reason_ref:
+    if not reason_ref_ok(reason_ref):
         raise MaintenanceRefused("INVALID_SCHEMA: a reason ref is an NFC string of 1-512 UTF-8 bytes")
 
 

@@ -31,6 +31,9 @@ from engram_memory.host.policy_file import read_policy
 from engram_memory.host.terminal import inline, printable
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="A candidate id from `review list`.")]
+ReasonOption = Annotated[
+    str | None, typer.Option("--reason", help="Why, as a ref kept in the journal (a ticket id, not prose).")
+]
 _MARK_STYLE = "bold white on red"
 _REASONS = {
     ErrorCode.POLICY_UNAVAILABLE: "policy.toml cannot be read; fix it, then decide again",
@@ -298,11 +301,11 @@ def _require_policy(path: Path) -> None:
         fail(f"POLICY_UNAVAILABLE: cannot read {path} ({exc.strerror}); fix it, then decide again")
 
 
-def _decide(candidate_id: str, home: Path | None, *, accept: bool, as_json: bool) -> None:
+def _decide(candidate_id: str, home: Path | None, *, accept: bool, reason: str | None, as_json: bool) -> None:
     with opened_engine(home) as (engine, paths), _refusals():
         _require_policy(paths.policy)
         decide = engine.accept_candidate if accept else engine.reject_candidate
-        decision = decide(candidate_id, decided_by=current_user())
+        decision = decide(candidate_id, decided_by=current_user(), reason_ref=reason)
     if as_json:
         sys.stdout.write(json.dumps(_decision_json(decision)) + "\n")
         return
@@ -320,11 +323,15 @@ def _decide(candidate_id: str, home: Path | None, *, accept: bool, as_json: bool
         say("the candidate's data key is not destroyed yet (the key vault was busy); it is swept later")
 
 
-def review_accept(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+def review_accept(
+    candidate_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
+) -> None:
     """Accept one pending candidate: it becomes a searchable record (or points at an identical one)."""
-    _decide(candidate_id, home, accept=True, as_json=as_json)
+    _decide(candidate_id, home, accept=True, reason=reason, as_json=as_json)
 
 
-def review_reject(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+def review_reject(
+    candidate_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
+) -> None:
     """Reject one pending candidate: its body and data key are destroyed."""
-    _decide(candidate_id, home, accept=False, as_json=as_json)
+    _decide(candidate_id, home, accept=False, reason=reason, as_json=as_json)
