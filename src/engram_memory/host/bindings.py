@@ -24,6 +24,8 @@ ISSUER = "engram-memory/host"
 AUDIENCE = "engram-memory/mcp"
 CLAIMS_KEY = "engram"
 MAX_LIFETIME_S = 366 * 86_400
+# What `bind` prints as a token id (contract/ids.new_token_id), for commands that take one back.
+TOKEN_ID_RE = re.compile(r"^bind_[a-z2-7]{16}$")
 _DURATION = re.compile(r"^([1-9][0-9]{0,8})([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
 

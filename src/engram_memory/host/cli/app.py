@@ -18,6 +18,7 @@ from engram_memory import __version__
 from engram_memory.host.cli import (
     bindings,
     confirmations,
+    console,
     home,
     keys,
     operations,
@@ -43,6 +44,7 @@ for module in (
     serve,
     confirmations,
     review,
+    console,
     records,
     transfer,
     operations,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from engram_memory.engine.engine import Engine
 from engram_memory.engine.host_front import UnknownBinding
 from engram_memory.engine.ports.store import AuditRow
 from engram_memory.engine.verify import VerifyReport, problems_json
+from engram_memory.host.bindings import TOKEN_ID_RE
 from engram_memory.host.cli.common import (
     INSTANT_FORMS,
     HomeOption,
@@ -41,7 +41,6 @@ from engram_memory.host.compose import current_user
 from engram_memory.host.operations_stats import StoreStats, gather_stats
 from engram_memory.host.terminal import json_text
 
-TOKEN_ID_RE = re.compile(r"^bind_[a-z2-7]{16}$")
 InstantOption = Annotated[str | None, typer.Option(help=f"{INSTANT_FORMS[0].upper()}{INSTANT_FORMS[1:]}.")]
 
 

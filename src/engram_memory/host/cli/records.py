@@ -16,15 +16,15 @@ from rich.table import Table
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.states import RecordState
-from engram_memory.engine import journal
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, MaintenanceRefused, Transition
 from engram_memory.engine.ports.maintenance import RecordFilter
-from engram_memory.engine.ports.store import JournalEvent, RecordRow
+from engram_memory.engine.ports.store import RecordRow
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
 from engram_memory.host.cli.records_search import search_command
 from engram_memory.host.compose import current_user
 from engram_memory.host.reads import HostReadRefused, read_record
+from engram_memory.host.record_history import history_entry
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The record id (mem_...).")]
 ReasonOption = Annotated[
@@ -100,22 +100,6 @@ def record_json(row: RecordRow) -> dict[str, Any]:
         "expires_at": _instant(row.expires_at_ms),
         "state_cursor": row.state_cursor,
         "superseded_by": row.superseded_by,
-    }
-
-
-def _history_json(event: JournalEvent) -> dict[str, Any]:
-    data = event.body["data"]
-    accepted = event.kind == journal.CANDIDATE_ACCEPTED
-    return {
-        "cursor": event.cursor,
-        "at": format_instant(event.at_ms),
-        "operation": "accept" if accepted else data.get("operation"),
-        "from_state": None if accepted else data.get("from_state"),
-        "to_state": RecordState.ACCEPTED_CURRENT.value if accepted else data.get("to_state"),
-        "actor": dict(event.body["actor"]),
-        "reason_ref": data.get("reason_ref"),
-        "event_id": event.event_id,
-        "event_digest": event.event_digest,
     }
 
 
@@ -381,7 +365,7 @@ def show_command(
     shown = {
         **record_json(details.record),
         "supersedes": list(details.supersedes),
-        "history": [_history_json(event) for event in details.history],
+        "history": [history_entry(event) for event in details.history],
     }
     if content is not None:
         shown["content"] = {key: content[key] for key in ("components", "primary_component_id", "citations")}

@@ -27,6 +27,7 @@ from engram_memory.engine.ports.store import CandidateRow
 from engram_memory.engine.secrets import SecretFinding
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
 from engram_memory.host.compose import current_user
+from engram_memory.host.finding_spans import merged_spans
 from engram_memory.host.policy_file import read_policy
 from engram_memory.host.terminal import inline, printable
 
@@ -141,19 +142,6 @@ def _say(text: str) -> None:
     say(text)
 
 
-def _merged(findings: Sequence[SecretFinding]) -> list[tuple[int, int, list[str]]]:
-    """Overlapping findings in one string become one marked span naming every category."""
-    spans: list[tuple[int, int, list[str]]] = []
-    for finding in sorted(findings, key=lambda f: (f.start, f.end)):
-        if spans and finding.start < spans[-1][1]:
-            start, end, categories = spans[-1]
-            names = categories if finding.category in categories else [*categories, finding.category]
-            spans[-1] = (start, max(end, finding.end), names)
-        else:
-            spans.append((finding.start, finding.end, [finding.category]))
-    return spans
-
-
 class _Renderer:
     """Prints the decrypted candidate; a span a detector found is highlighted (marked in plain text)."""
 
@@ -165,7 +153,7 @@ class _Renderer:
 
     def marked(self, value: str, path: str, *, lines: bool = True) -> Text:
         text, position = Text(), 0
-        for start, end, categories in _merged(self._by_path.get(path, [])):
+        for start, end, categories in merged_spans(self._by_path.get(path, [])):
             text.append(printable(value[position:start], lines=lines))
             names = ", ".join(categories)
             if self._terminal:

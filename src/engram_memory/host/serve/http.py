@@ -79,7 +79,7 @@ def endpoint_url(host: str, port: int) -> str:
     return f"http://{f'[{literal}]' if ':' in literal else literal}:{port}{MCP_PATH}"
 
 
-class _Server(uvicorn.Server):
+class SignalQuietServer(uvicorn.Server):
     """uvicorn, except that a stop signal ends `serve()` normally instead of being raised again afterwards.
 
     uvicorn re-raises the signal it caught once it has shut down, which kills the process before the
@@ -160,7 +160,7 @@ def serve_http(
         if not is_loopback(host):
             logger.warning("listening beyond this machine: only behind a TLS-terminating proxy")
         logger.info("serving MCP over streamable HTTP at %s", endpoint_url(host, bound_port))
-        anyio.run(_serve, _Server(config), sock, owner, housekeeping_every_s)
+        anyio.run(_serve, SignalQuietServer(config), sock, owner, housekeeping_every_s)
     except KeyboardInterrupt:  # Ctrl-C before uvicorn took over the signals
         logger.info("stopped")
     finally:

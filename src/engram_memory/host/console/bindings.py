@@ -1,0 +1,49 @@
+"""Bindings: what this home issued (claims, grants, expiry, revocation; never a token), and revoking one."""
+
+from __future__ import annotations
+
+import time
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+
+from engram_memory.engine.host_front import UnknownBinding
+from engram_memory.host.bindings import TOKEN_ID_RE
+from engram_memory.host.console.context import console_of, text_field
+from engram_memory.host.console.views import after_decision, render
+
+SHOWN = 500
+
+
+def bindings_page(request: Request) -> Response:
+    found = console_of(request).engine.bindings(SHOWN + 1)
+    now_ms = int(time.time() * 1000)
+    rows = [
+        (issued, revocation, "revoked" if revocation else ("expired" if now_ms >= issued.expires_at_ms else "active"))
+        for issued, revocation in found[:SHOWN]
+    ]
+    return render(
+        request,
+        "bindings.html",
+        rows=rows,
+        more=len(found) > SHOWN,
+        notice=request.query_params.get("notice"),
+        active="bindings",
+    )
+
+
+def bindings_revoke(request: Request, form: FormData) -> Response:
+    console = console_of(request)
+    token_id = text_field(form, "token_id", limit=64)
+    if token_id is None or TOKEN_ID_RE.fullmatch(token_id) is None:
+        return after_decision("/bindings", "That is not a token id of this home.")
+    if form.get("confirmed") != "yes":
+        return render(request, "binding_confirm.html", token_id=token_id, active="bindings")
+    try:
+        revocation = console.engine.revoke_token(token_id, revoked_by=console.decided_by)
+    except UnknownBinding:
+        return after_decision("/bindings", f"This home issued no binding {token_id}.")
+    if revocation.already:
+        return after_decision("/bindings", f"{token_id} was already revoked.")
+    return after_decision("/bindings", f"Revoked {token_id}: its calls now answer AUTHORIZATION_REVOKED.")

@@ -1,0 +1,126 @@
+"""The review queue: what the policy left for a person, decrypted, with the detectors' findings marked.
+
+Accept and reject are plain forms (they work without JavaScript); each answers with a redirect back to
+the queue and a notice naming the ids decided, never the memory's text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.engine.admission.policy import PolicyError
+from engram_memory.engine.admission.review import CandidateView, ReviewDecision, ReviewError
+from engram_memory.host.console.context import console_of, reason_field, text_field
+from engram_memory.host.console.marks import Marker, Piece
+from engram_memory.host.console.views import after_decision, fragment, live, render
+from engram_memory.host.policy_file import read_policy
+
+SHOWN = 50
+REASONS = {
+    "review_mode": "the policy sends every candidate to review",
+    "tombstone_guard": "it matches text that was forgotten earlier (tombstone guard)",
+}
+
+
+def reason_text(reason: str) -> str:
+    if reason.startswith("secret:"):
+        return f"the detector found {reason.removeprefix('secret:')}"
+    return REASONS.get(reason, reason)
+
+
+@dataclass(frozen=True)
+class Shown:
+    view: CandidateView
+    components: list[tuple[dict[str, Any], list[Piece], bool]]
+    citations: list[tuple[dict[str, Any], list[Piece], list[Piece]]]
+    reasons: list[str]
+    tombstone_match: bool
+
+
+def shown(view: CandidateView) -> Shown:
+    marker, payload = Marker(view.findings), view.payload
+    components = [
+        (
+            dict(component),
+            marker.pieces(component["text"], f"payload/components/{index}/text"),
+            component["component_id"] == payload["primary_component_id"],
+        )
+        for index, component in enumerate(payload["components"])
+    ]
+    citations = [
+        (
+            dict(citation),
+            marker.pieces(citation["source_ref"], f"payload/citations/{index}/source_ref"),
+            marker.pieces(citation["locator"]["value"], f"payload/citations/{index}/locator/value"),
+        )
+        for index, citation in enumerate(payload["citations"])
+    ]
+    reasons = [reason_text(reason) for reason in view.candidate.review_reasons]
+    return Shown(view, components, citations, reasons, "tombstone_guard" in view.candidate.review_reasons)
+
+
+def _waiting(request: Request) -> tuple[list[Shown], int]:
+    engine = console_of(request).engine
+    rows = engine.review_queue(include_unsent=False, limit=SHOWN + 1)
+    views: list[Shown] = []
+    for row in rows[:SHOWN]:
+        try:
+            views.append(shown(engine.candidate_view(row.candidate_id)))
+        except ReviewError:
+            continue  # decided between the listing and the read
+    return views, len(rows)
+
+
+def queue_page(request: Request) -> Response:
+    views, total = _waiting(request)
+    return render(
+        request,
+        "queue.html",
+        items=views,
+        more=total > SHOWN,
+        notice=request.query_params.get("notice"),
+        active="queue",
+    )
+
+
+def queue_live(request: Request) -> Response:
+    views, total = _waiting(request)
+    csrf = request.state.session.csrf_token
+    html = fragment("queue_items.html", items=views, more=total > SHOWN, csrf=csrf)
+    return live(html, [item.view.candidate.candidate_id for item in views])
+
+
+def _said(decision: ReviewDecision) -> str:
+    row = decision.candidate
+    if decision.status == "accepted":
+        return f"Accepted {row.candidate_id} as record {decision.record_id}."
+    if decision.status == "duplicate_exact":
+        return f"Accepted {row.candidate_id} as a duplicate of the current record {decision.record_id}."
+    return f"Rejected {row.candidate_id}: its body is destroyed."
+
+
+def queue_decide(request: Request, form: FormData) -> Response:
+    console = console_of(request)
+    candidate_id = text_field(form, "candidate_id", limit=200)
+    choice = form.get("decision")
+    if candidate_id is None or choice not in ("accept", "reject"):
+        return after_decision("/queue", "Choose accept or reject for a candidate.")
+    reason = reason_field(form)
+    try:
+        read_policy(console.paths.policy)
+    except (PolicyError, OSError):
+        return after_decision("/queue", "policy.toml cannot be read; fix it, then decide again.")
+    decide = console.engine.accept_candidate if choice == "accept" else console.engine.reject_candidate
+    try:
+        decision = decide(candidate_id, decided_by=console.decided_by, reason_ref=reason)
+    except ReviewError as refused:
+        return after_decision("/queue", f"Not decided: {refused}")
+    except ContractError as fault:
+        return after_decision("/queue", f"Not decided: {fault.code.value}.")
+    return after_decision("/queue", _said(decision))
