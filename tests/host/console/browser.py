@@ -29,8 +29,9 @@ _LINK = re.compile(r"(http://127\.0\.0\.1:\d+/login\?token=\S+)")
 
 
 @contextmanager
-def console_process(home: Path) -> Iterator[str]:
-    """`engram-memory console --port 0` on the home; yields the one-time login link it printed."""
+def console_process(home: Path, stderr: list[str] | None = None) -> Iterator[str]:
+    """`engram-memory console --port 0` on the home; yields the one-time login link it printed. What the
+    process wrote to stderr is appended to `stderr` once it has stopped."""
     process = subprocess.Popen(
         [sys.executable, "-m", "engram_memory", "console", "--home", str(home), "--port", "0"],
         stdout=subprocess.PIPE,
@@ -50,7 +51,9 @@ def console_process(home: Path) -> Iterator[str]:
     finally:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            _, errors = process.communicate(timeout=10)
+            if stderr is not None:
+                stderr.append(errors.decode(errors="replace"))
         finally:
             reap(process)
 
