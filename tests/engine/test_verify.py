@@ -22,7 +22,7 @@ from engram_memory.engine.ports.store import Scope, WrappedKey
 from engram_memory.engine.verify import ORPHAN_KEY_AGE_MS, VerifyReport, problems_json, verify_store
 from engram_memory.host.compose import open_vault
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.postgres.queries import scope_token
+from engram_memory.stores.postgres.lexemes import index_tsvector, scope_token
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
 from tests.support.faults import impatient_store, write_lock_held
@@ -376,10 +376,11 @@ def test_verify_names_projection_stale_for_an_index_row_under_no_scope(
 ) -> None:
     if db.is_postgres:
         nowhere = Scope("tenant-z", "nowhere")
+        token, texts = scope_token(nowhere), ("stray words", "", "", "", "")
         db.execute(
             "INSERT INTO lexical_index (rid, tenant, workspace, scope_token, f_primary, f_decision, f_evidence,"
-            " f_context, f_citations) VALUES (987654, ?, ?, ?, 'stray words', '', '', '', '')",
-            (nowhere.tenant, nowhere.workspace, scope_token(nowhere)),
+            " f_context, f_citations, tsv) VALUES (987654, ?, ?, ?, ?, ?, ?, ?, ?, ?::tsvector)",
+            (nowhere.tenant, nowhere.workspace, token, *texts, index_tsvector(token, texts)),
         )
     else:
         db.execute("INSERT INTO lexical_index (rowid, scope, f_primary) VALUES (987654, 'snoscope', 'stray words')")
@@ -418,7 +419,6 @@ def test_verify_names_projection_stale_when_the_index_fails_its_own_check(
     session: Session, paths: HostPaths, db: RawDb
 ) -> None:
     if db.is_postgres:  # a stored tsvector that is no longer what its tokens give
-        db.execute("ALTER TABLE lexical_index ALTER COLUMN tsv DROP EXPRESSION")
         db.execute("UPDATE lexical_index SET tsv = 'stray:1A'::tsvector WHERE rid = ?", (_rid(db, session.kept),))
     else:  # FTS5's own bookkeeping of a row's length
         db.execute("DELETE FROM lexical_index_docsize WHERE id = ?", (_rid(db, session.kept),))

@@ -17,6 +17,7 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine.engine import Engine
 from engram_memory.host.compose import HomeError, init_home, open_engine
 from engram_memory.host.settings import HostPaths
+from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, bundled
 from tests.host.clirun import assert_one_line_failure, cli
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
@@ -93,6 +94,7 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
             4,
             5,
             6,
+            7,
         ]
         forced = db.execute(
             "SELECT relname FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relkind = 'r' ORDER BY 1"
@@ -159,7 +161,7 @@ def test_second_init_is_idempotent_and_takes_back_extra_privileges(
     assert paths.config.read_bytes() == config
     assert _privileges(postgres_cluster, store, APP_ROLE) == granted
     with postgres_cluster.connect(OWNER_ROLE, _dbname(store)) as db:
-        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (6,)
+        assert db.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(bundled(STORE_MIGRATIONS)),)
 
 
 def test_init_without_a_vault_keeps_the_keys_in_the_home(tmp_path: Path, pg_url: str) -> None:

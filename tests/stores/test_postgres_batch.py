@@ -158,8 +158,9 @@ def test_a_batch_whose_connection_is_lost_refuses_later_writes_and_ends_unknown(
             pid = tx.connection.execute("SELECT pg_backend_pid()").fetchone()[0]
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        with pytest.raises(ContractError) as refused:
-            _write_event(batching, SCOPE_A)
+        _write_event(batching, SCOPE_A)  # held back: nothing has run on the connection yet
+        with pytest.raises(ContractError) as refused, batching.read() as tx:
+            tx.head(SCOPE_B)  # a statement: the held rows go first, and the connection is gone
         assert refused.value.code is ErrorCode.STORE_UNAVAILABLE
         with pytest.raises(ContractError):
             _write_event(batching, SCOPE_A)

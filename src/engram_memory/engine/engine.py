@@ -35,7 +35,7 @@ from engram_memory.engine.deps import Deps
 from engram_memory.engine.host_front import HostFront
 from engram_memory.engine.lifecycle import withdraw_forget as removal
 from engram_memory.engine.lifecycle.gate import ConfirmationError, approve, deny, effective_status
-from engram_memory.engine.ports.store import AuditRow, Clock, ConfirmationRow, KeyRing, KeyVault, Store
+from engram_memory.engine.ports.store import AuditRow, Clock, ConfirmationRow, KeyRing, KeyVault, Scope, Store
 from engram_memory.engine.recall import reindex
 from engram_memory.engine.recall import search_and_get as recall
 from engram_memory.engine.recall.indexer import VectorIndexer
@@ -238,6 +238,8 @@ class Engine(HostFront):
         outcomes: list[dict[str, Any] | ProtocolFault] = []
         try:
             with store.batch(before_commit=vault.commit_pending), vault.batch():
+                for call in calls:
+                    _expect_key(store, call.binding, call.arguments)
                 outcomes = [engine._alone(call) for call in calls]
         except ContractError:
             logger.error("a shared commit of %d calls failed; none of them is durable", len(calls))
@@ -275,6 +277,12 @@ class Engine(HostFront):
         engine = self._pinned()
         try:
             with store.batch(before_commit=vault.commit_pending), vault.batch():
+                if binding is not None:
+                    keys = [arguments.get("idempotency_key") for arguments, _ in items]
+                    keys += [admission_key for _, admission_key in items]
+                    store.expect_idempotency(
+                        _scope_of(binding), binding.principal, [key for key in keys if isinstance(key, str)]
+                    )
                 for arguments, admission_key in items:
                     captured = engine.handle(binding, Tool.CAPTURE.value, arguments)
                     admitted = None
@@ -323,6 +331,17 @@ class Engine(HostFront):
         """Raises ConfirmationError with a one-line reason."""
         with self.deps.store.write() as tx:
             return deny(tx, confirmation_id, now_ms=self.deps.clock.now_ms(), decided_by=decided_by)
+
+
+def _scope_of(binding: Binding) -> Scope:
+    return Scope(tenant=binding.tenant, workspace=binding.workspace)
+
+
+def _expect_key(store: Store, binding: Binding | None, arguments: object) -> None:
+    """Tells the store the key a grouped call will look up (a hint: arguments are validated later)."""
+    key = arguments.get("idempotency_key") if isinstance(arguments, Mapping) else None
+    if binding is not None and isinstance(key, str):
+        store.expect_idempotency(_scope_of(binding), binding.principal, [key])
 
 
 __all__ = ["GROUPED_TOOLS", "AgentCall", "ConfirmationError", "Engine", "ImportOutcome"]

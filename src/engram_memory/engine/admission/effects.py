@@ -69,7 +69,7 @@ def apply_decision(
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
         create_record(deps, tx, candidate, record_id, event.cursor, at_ms, plaintext=plaintext)
     elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
-        tx.destroy_body(scope, candidate_id)
+        tx.discard_body(scope, candidate_id)
     tx.update_candidate(
         scope,
         candidate_id,
@@ -119,7 +119,7 @@ def create_record(
         )
     )
     tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
-    tx.destroy_body(scope, candidate.candidate_id)
+    tx.discard_body(scope, candidate.candidate_id)
     add_index_entry(tx, scope, record_id, payload)
     if deps.indexer is not None:
         deps.indexer.schedule(scope, record_id, payload)

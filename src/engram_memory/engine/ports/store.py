@@ -103,6 +103,10 @@ class CoreTx(Protocol):
         ...
 
     def destroy_body(self, scope: Scope, owner_id: str) -> bool: ...
+    def discard_body(self, scope: Scope, owner_id: str) -> None:
+        """destroy_body for a caller that needs no answer, which a store may therefore hold back."""
+        ...
+
     def ended_owners(self, owner_ids: Sequence[str]) -> set[str]:
         """Owners the store knows whose body it no longer holds (their key may go)."""
         ...
@@ -193,6 +197,11 @@ class Store(Protocol):
         failed. A store may commit before the block ends (in chunks, or each write alone): it then calls
         `before_commit` first, which makes durable what the committed bodies need (the vault's keys put
         so far), and a failure of it fails the batch like a lost commit."""
+        ...
+
+    def expect_idempotency(self, scope: Scope, principal: str, keys: Sequence[str]) -> None:
+        """A hint inside a batch: the scope's principal will look these keys up, in about this order, so a
+        store may read them together. It changes no answer."""
         ...
 
     def erase_physically(self, *, now: bool = False) -> bool:

@@ -106,6 +106,10 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
 _NEEDLE_RES: dict[str, re.Pattern[str]] = {
     category: re.compile("|".join(re.escape(needle) for needle in needles)) for category, needles in _NEEDLES.items()
 }
+# Any category's needle: most strings of a capture (refs, digests, short names) hold none, and then only
+# the detectors without needles need to run (one search instead of one per category).
+_ANY_NEEDLE_RE = re.compile("|".join(re.escape(needle) for needles in _NEEDLES.values() for needle in needles))
+_UNNEEDLED = tuple(category for category in CATEGORIES if category not in _NEEDLES)
 
 
 # The payload of an inline image, sound, video or font (a data URI) is random by nature and no
@@ -137,7 +141,7 @@ def scan_text(text: str, *, categories: frozenset[str] = DEFAULT_CATEGORIES, pat
     text = _without_media(text)
     folded = _fold(text)
     findings: list[SecretFinding] = []
-    for category in CATEGORIES:
+    for category in CATEGORIES if _ANY_NEEDLE_RE.search(folded) is not None else _UNNEEDLED:
         if category not in categories:
             continue
         needles = _NEEDLE_RES.get(category)

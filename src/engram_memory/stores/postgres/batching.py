@@ -22,19 +22,24 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.ports.rows import AuditRow, Scope
+from engram_memory.stores.postgres import bulk
 from engram_memory.stores.postgres.connection import PsycopgConnection
+from engram_memory.stores.postgres.deferred import PendingWrites
+from engram_memory.stores.postgres.expected_keys import ExpectedKeys
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.heads import HeadCache
 from engram_memory.stores.postgres.queries import PostgresTx
 
 WRITE_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
-CHUNK_WRITES = 60  # savepoints (writes, and the thread's reads) per commit: under the 64 a backend caches
+CHUNK_WRITES = 500  # writes (and the thread's reads) per commit: how long a batch makes others wait for its scope
+CHUNK_SAVEPOINTS = 60  # savepoints per commit: under the 64 subtransactions a backend caches
 
 
 def begin_writer(
@@ -103,8 +108,17 @@ class Batch:
         self._held: frozenset[int] = frozenset()
         self._tenant: str | None = None
         self._writes = 0
+        self._savepoints = 0
         self._audits: list[AuditRow] = []
-        self._heads = HeadCache(lambda scope: self._lock_key(scope) in self._held)
+        self._heads = HeadCache(self.holds_lock)
+        self.keys = ExpectedKeys(self.holds_lock)
+        self._pending = PendingWrites()
+        self._tx: PostgresTx | None = None  # the write running now
+        self._savepoint_open = False  # whether it has a savepoint (it ran a statement of its own)
+        db.before_statement = self._before_statement
+
+    def holds_lock(self, scope: Scope) -> bool:
+        return self._lock_key(scope) in self._held
 
     def defer_audit(self, row: AuditRow) -> None:
         """Holds an audit row back to the batch's next commit."""
@@ -114,18 +128,20 @@ class Batch:
 
     @contextmanager
     def savepoint(self, scopes: Collection[Scope]) -> Iterator[PostgresTx]:
-        """One write (or read) of the batch: a savepoint of its transaction, under the scopes' locks."""
+        """One write (or read) of the batch, under the scopes' locks: its rows are held back
+        (deferred.py), and it gets a savepoint of the transaction only when it runs a statement."""
         if self.failed:
             raise ContractError(ErrorCode.STORE_UNAVAILABLE)
         keys = frozenset(self._lock_key(scope) for scope in scopes)
-        if self._open and (self._writes >= CHUNK_WRITES or not keys <= self._held):
+        full = self._writes >= CHUNK_WRITES or self._savepoints >= CHUNK_SAVEPOINTS
+        if self._open and (full or not keys <= self._held):
             self.commit(early=True)
             if self.failed:
                 raise ContractError(ErrorCode.STORE_UNAVAILABLE)
         if not self._open:
             tenant = only_tenant(scopes)
             # Nothing is held yet: a lock that timed out fails this write alone, as outside a batch.
-            with POSTGRES.translated(undo=self.rollback, conflicts_rerun=True):
+            with POSTGRES.translated(undo=self.rollback, conflicts_rerun=True), self.db.unflushed():
                 begin_writer(
                     self.db,
                     write_lock=self._write_lock,
@@ -133,26 +149,66 @@ class Batch:
                     keys=sorted(keys),
                     tenant=tenant,
                 )
-            self._open, self._held, self._tenant, self._writes = True, keys, tenant, 0
-        self.db.execute("SAVEPOINT batch_write")  # pipelined: a failure surfaces in the write's sync
-        tx = PostgresTx(self.db, tenant=self._tenant, heads=self._heads)
+            self._open, self._held, self._tenant, self._writes, self._savepoints = True, keys, tenant, 0, 0
+        self._pending.begin_write()
+        tx = PostgresTx(self.db, tenant=self._tenant, heads=self._heads, pending=self._pending, keys=self.keys)
+        self._tx, self._savepoint_open = tx, False
         try:
             with POSTGRES.translated(failed="write failed inside a batch", conflicts_rerun=True):
                 yield tx
-                self.db.execute("RELEASE SAVEPOINT batch_write")
-                self.db.sync()  # this write's statements all ran: a failure of one is this write's
+                if self._savepoint_open:
+                    with self.db.unflushed():
+                        self.db.execute("RELEASE SAVEPOINT batch_write")
+                        self.db.sync()  # this write's statements all ran: a failure of one is this write's
         except BaseException:
-            self._heads.clear()
-            with POSTGRES.ignored():
-                self.db.sync()  # what was still in flight: its failure is this write's too
+            self._failed_write()
+            raise
+        finally:
+            self._tx, self._savepoint_open = None, False
+        self._tenant = tx.tenant
+        self._writes += 1
+
+    def _failed_write(self) -> None:
+        """Undoes the write that failed: its held rows, and what of it reached the transaction."""
+        self._heads.clear()
+        self.keys.clear()
+        self._pending.rollback_write()
+        self._tenant = None  # app.tenant may have moved outside any savepoint: the next write sets it again
+        with POSTGRES.ignored(), self.db.unflushed():
+            self.db.sync()  # what was still in flight: its failure is this write's too
+        if self._savepoint_open:
             # Rolling back to the savepoint also undoes a tenant set inside it.
-            with POSTGRES.ignored(undo=self._abandon, failed="savepoint rollback failed"):
+            with POSTGRES.ignored(undo=self._abandon, failed="savepoint rollback failed"), self.db.unflushed():
                 self.db.execute("ROLLBACK TO SAVEPOINT batch_write")
                 self.db.execute("RELEASE SAVEPOINT batch_write")
                 self.db.sync()
-            raise
-        self._tenant = tx.tenant
-        self._writes += 1
+
+    def _before_statement(self) -> None:
+        """A statement of the batch is about to run: the rows held back go first. Inside a write, those
+        of earlier writes go before its savepoint, and its own after it, so its failure undoes its own."""
+        if self._tx is not None and not self._savepoint_open:
+            # Rows of earlier writes: lost with the transaction if they fail, so the batch is then failed.
+            with POSTGRES.translated(undo=self._abandon, failed="held rows could not be written"):
+                self._write_pending(before_write=True)
+                self.db.execute("SAVEPOINT batch_write")
+                self.db.sync()
+            self._savepoint_open = True
+            self._savepoints += 1
+        self._write_pending(before_write=False)
+
+    def _write_pending(self, *, before_write: bool) -> None:
+        ops = self._pending.take(before_write=before_write)
+        if not ops:
+            return
+        tenant_now = self._tx.tenant if self._tx is not None else self._tenant
+        check = bulk.write(self._execute_binary, ops, tenant_now=tenant_now, enter=self._enter)
+        check()  # reads row counts: waits for the statements above
+
+    def _execute_binary(self, sql: str, parameters: Sequence[Any]) -> Any:
+        return self.db.execute(sql, parameters, binary=True)
+
+    def _enter(self, tenant: str) -> None:
+        self.db.execute("SELECT set_config('app.tenant', ?, true)", (tenant,))
 
     def commit(self, *, early: bool) -> None:
         """Commits what the batch holds; a failure marks the batch failed (its end reports it). An early
@@ -167,25 +223,29 @@ class Batch:
                 return
         audits, self._audits = self._audits, []
         self._heads.clear()  # its locks go with the commit
-        with POSTGRES.ignored(undo=self._abandon, failed="batch commit failed"):
+        self.keys.clear()
+        with POSTGRES.ignored(undo=self._abandon, failed="batch commit failed"), self.db.unflushed():
             if not self._open:  # audit rows alone: of no scope, under no scope's lock
                 begin_writer(
                     self.db, write_lock=self._write_lock, lock_timeout=self._lock_timeout, keys=[], tenant=None
                 )
                 self._tenant = None
             self._open = False
+            self._write_pending(before_write=False)
             if audits:
                 PostgresTx(self.db, tenant=self._tenant).append_audits(audits)
-            self.db.execute("COMMIT")
-            self.db.sync()
+            if not self.db.commit():  # a transaction that had failed unseen rolls back instead
+                self._abandon()
 
     def rollback(self) -> None:
         self._open = False
         self._heads.clear()
-        with POSTGRES.ignored(failed="rollback failed"):
+        self.keys.clear()
+        self._pending.clear()
+        with POSTGRES.ignored(failed="rollback failed"), self.db.unflushed():
             self.db.sync()
         if self.db.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            with POSTGRES.ignored(failed="rollback failed"):
+            with POSTGRES.ignored(failed="rollback failed"), self.db.unflushed():
                 self.db.execute("ROLLBACK")
                 self.db.sync()
 

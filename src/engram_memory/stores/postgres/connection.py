@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -23,8 +24,10 @@ Connection = psycopg.Connection[tuple[Any, ...]]
 
 
 @functools.lru_cache(maxsize=1024)
-def psycopg_sql(sql: str) -> str:
-    """The statement with psycopg's placeholders: `?` outside quotes becomes `%s`, and every `%` is doubled."""
+def psycopg_sql(sql: str, binary: bool = False) -> str:
+    """The statement with psycopg's placeholders: `?` outside quotes becomes `%s` (`%b` when the values are
+    sent in binary), and every `%` is doubled."""
+    mark = "%b" if binary else "%s"
     out: list[str] = []
     quote: str | None = None
     for char in sql:
@@ -34,7 +37,7 @@ def psycopg_sql(sql: str) -> str:
         elif char in "'\"":
             quote = char
         elif char == "?":
-            out.append("%s")
+            out.append(mark)
             continue
         out.append("%%" if char == "%" else char)
     return "".join(out)
@@ -44,15 +47,36 @@ class PsycopgConnection:
     """Runs the shared statements on one psycopg connection (the transaction is the store's).
 
     psycopg has no trace hook of its own (SQLite has its trace callback), so `tracer` is called here.
+    A batch that holds rows back (deferred.py) sets `before_statement`, which writes them before any
+    statement runs, unless the statement is one of the batch's own (`unflushed`).
     """
 
     def __init__(self, connection: Connection, tracer: StatementTracer | None = None) -> None:
         self.raw = connection
         self._tracer = tracer
         self.pipeline: psycopg.Pipeline | None = None  # set while a batch pipelines its statements
+        self.before_statement: Callable[[], None] | None = None
+        self._unflushed = False
 
-    def execute(self, sql: str, parameters: Any = (), /) -> SqlCursor:
-        statement = psycopg_sql(sql)
+    @contextmanager
+    def unflushed(self) -> Iterator[None]:
+        """Statements that may run while rows are held back: their answer does not depend on them."""
+        before, self._unflushed = self._unflushed, True
+        try:
+            yield
+        finally:
+            self._unflushed = before
+
+    def _flush(self) -> None:
+        if self.before_statement is not None and not self._unflushed:
+            with self.unflushed():
+                self.before_statement()
+
+    def execute(self, sql: str, parameters: Any = (), /, *, binary: bool = False) -> SqlCursor:
+        """`binary`: the values go in PostgreSQL's binary format, which psycopg builds several times faster
+        for arrays (the bulk statements of deferred.py)."""
+        self._flush()
+        statement = psycopg_sql(sql, binary)
         if self._tracer is not None:
             self._tracer(statement)
         cursor = self.raw.execute(statement, parameters)
@@ -60,6 +84,7 @@ class PsycopgConnection:
 
     def stream(self, sql: str, parameters: Any = (), /) -> Iterator[Any]:
         """The rows a chunk at a time as they are consumed, instead of the whole result in memory at once."""
+        self._flush()
         statement = psycopg_sql(sql)
         if self._tracer is not None:
             self._tracer(statement)
@@ -70,6 +95,15 @@ class PsycopgConnection:
         """Waits for every statement sent so far (pipelined): any of them that failed raises here."""
         if self.pipeline is not None:
             self.pipeline.sync()
+
+    def commit(self) -> bool:
+        """COMMIT, waited for; False when the server rolled back instead (a transaction that had failed)."""
+        statement = "COMMIT"
+        if self._tracer is not None:
+            self._tracer(statement)
+        cursor = self.raw.execute(statement)
+        self.sync()
+        return cursor.statusmessage == "COMMIT"
 
 
 class _PipelinedCursor:
@@ -111,6 +145,16 @@ def database_bytes(url: str) -> int:
     return int(row[0]) if row else 0
 
 
+def _plan_each_execution(connection: Connection) -> None:
+    """Prepared statements keep their parse but are planned for the values of each execution.
+
+    A generic plan is made once, from the statistics of the moment, and kept: one made while a table was
+    new looked a key up through the wrong index and then scanned a whole scope on every call (an
+    idempotency read at 0.5 ms, a record-by-digest read at 0.6 ms and growing with the scope). Planning
+    the store's short statements costs tens of microseconds."""
+    connection.execute("SET plan_cache_mode = force_custom_plan")
+
+
 def open_pool(
     url: str, *, size: int, timeout_s: float, name: str, prepare: Callable[[Connection], None]
 ) -> ConnectionPool[Connection]:
@@ -129,6 +173,7 @@ def open_pool(
         kwargs={"autocommit": True},
         open=False,
         timeout=timeout_s,
+        configure=_plan_each_execution,
         check=ConnectionPool.check_connection,
         name=name,
     )

@@ -28,7 +28,9 @@ class HeadCache:
         """The head after `event`, when the head before it is known (else it is read again when asked)."""
         before = self._heads.get(event.scope)
         if before is None:
-            return
+            if event.cursor != 1 or not self._locked(event.scope):
+                return
+            before = ScopeHead(cursor=0, digest=event.prev_digest, records_cursor=0)  # a new scope's first event
         records_cursor = event.cursor if event.affects_records else before.records_cursor
         self._heads[event.scope] = ScopeHead(
             cursor=event.cursor, digest=event.event_digest, records_cursor=records_cursor

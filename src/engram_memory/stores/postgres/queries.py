@@ -13,20 +13,27 @@ ranked by ts_rank (ties by record id). The engine re-scores every pool with BM25
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engram_memory.engine.ports.operations import IndexEntry
-from engram_memory.engine.ports.rows import AuditRow, JournalEvent, ScopeHead
+from engram_memory.engine.ports.rows import (
+    AuditRow,
+)
 from engram_memory.engine.ports.store import IndexedDoc, IndexStats, Scope
 from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.connection import PsycopgConnection
+from engram_memory.stores.postgres.deferred import IndexEntry as DeferredEntry
+from engram_memory.stores.postgres.deferred import (
+    PendingWrites,
+)
+from engram_memory.stores.postgres.expected_keys import ExpectedKeys
 from engram_memory.stores.postgres.heads import HeadCache
+from engram_memory.stores.postgres.held_tx import HeldRowsTx
+from engram_memory.stores.postgres.lexemes import index_tsvector, lexeme, quoted, scope_token
 from engram_memory.stores.sql import postings as postings_rules
 from engram_memory.stores.sql.base import StoreInvariantError
-from engram_memory.stores.sql.queries.transaction import SqlTx
 
 _FIELD_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
 AUDIT_FIELDS = tuple(field.name for field in dataclasses.fields(AuditRow))  # audit_log's columns, named alike
@@ -45,39 +52,19 @@ _RANK_WEIGHTS = (
     )
     + "}"
 )
-# Tokens longer than this are indexed (and queried) by digest: a tsvector lexeme holds at most 2047 bytes.
-MAX_LEXEME_BYTES = 255
-
-
-def scope_token(scope: Scope) -> str:
-    """The lexeme (after "scope:") that confines a GIN match to one scope, as SQLite's scope column does."""
-    return "s" + hashlib.sha256(scope.ref.encode("utf-8")).hexdigest()[:40]
-
-
-def lexeme(token: str) -> str:
-    """The lexeme a token is indexed under: itself, or "md5:" and its digest when too long (see engram_lexeme)."""
-    raw = token.encode("utf-8")
-    if len(raw) > MAX_LEXEME_BYTES:
-        return "md5:" + hashlib.md5(raw, usedforsecurity=False).hexdigest()
-    return token
-
-
-def _quoted(value: str) -> str:
-    """A lexeme as tsquery input takes it literally: single-quoted, quotes and backslashes escaped."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def any_term_query(terms: Sequence[str]) -> str:
     """A tsquery matching any of the terms, built without a text-search parser or dictionary."""
-    return " | ".join(_quoted(lexeme(term)) for term in terms)
+    return " | ".join(quoted(lexeme(term)) for term in terms)
 
 
 def in_scope_query(scope: Scope, terms: Sequence[str]) -> str:
     """The terms, confined to the scope's rows by its lexeme."""
-    return f"{_quoted('scope:' + scope_token(scope))} & ({any_term_query(terms)})"
+    return f"{quoted('scope:' + scope_token(scope))} & ({any_term_query(terms)})"
 
 
-class PostgresTx(SqlTx):
+class PostgresTx(HeldRowsTx):
     """One open transaction on a pooled connection; the store begins and ends it."""
 
     _db: PsycopgConnection
@@ -89,14 +76,17 @@ class PostgresTx(SqlTx):
         snapshot: bool = False,
         tenant: str | None = None,
         heads: HeadCache | None = None,
+        pending: PendingWrites | None = None,
+        keys: ExpectedKeys | None = None,
     ) -> None:
         """`snapshot`: a read-only REPEATABLE READ transaction, whose statistics cannot change under it, so
         a search that asks for them three times reads them once (each read is a round trip). `tenant`:
         the tenant the transaction already set (app.tenant) before this object saw it. `heads`: a batch's
-        scope heads (heads.py), each read a round trip saved."""
-        super().__init__(connection)
+        scope heads (heads.py), each read a round trip saved. `pending`: a batch's rows held back
+        (deferred.py): this transaction's writes of the hot path go there, and its reads look there first.
+        `keys`: the idempotency keys the batch expects (expected_keys.py)."""
+        super().__init__(connection, heads=heads, pending=pending, keys=keys)
         self._tenant: str | None = tenant
-        self._heads = heads
         self._snapshot = snapshot
         self._stats: dict[Scope, IndexStats] = {}
         self._docs: dict[tuple[Scope, str], int] = {}
@@ -131,19 +121,6 @@ class PostgresTx(SqlTx):
                 tuple([getattr(row, name) for row in group] for name in AUDIT_FIELDS),
             )
 
-    def head(self, scope: Scope) -> ScopeHead | None:
-        if self._heads is None:
-            return super().head(scope)
-        head = self._heads.get(scope) or super().head(scope)
-        if head is not None:
-            self._heads.read(scope, head)
-        return head
-
-    def append_event(self, event: JournalEvent) -> None:
-        super().append_event(event)
-        if self._heads is not None:
-            self._heads.appended(event)
-
     # -- the dialect -------------------------------------------------------------------------------
     def _enter_tenant(self, tenant: str) -> None:
         if tenant != self._tenant:
@@ -164,14 +141,18 @@ class PostgresTx(SqlTx):
 
     # -- lexical index ---------------------------------------------------------------------
     def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str], *, tokenizer: str) -> None:
+        values = [fields.get(name, "") for name in FIELDS]
+        tsv = index_tsvector(scope_token(scope), values)
+        if self._pending is not None and self._pending.record(scope, record_id) is not None:
+            self._pending.add(DeferredEntry(scope, record_id, tuple(values), tsv, tokenizer))
+            return
         rid = self._rid(scope, record_id)
         if rid is None:
             raise StoreInvariantError("indexing a record that does not exist")
-        values = [fields.get(name, "") for name in FIELDS]
         self._db.execute(
-            f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {', '.join(_FIELD_COLUMNS)})"  # noqa: S608
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (rid, scope.tenant, scope.workspace, scope_token(scope), *values),
+            f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {', '.join(_FIELD_COLUMNS)}, tsv)"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::tsvector)",
+            (rid, scope.tenant, scope.workspace, scope_token(scope), *values, tsv),
         )
         postings.add(self._db, scope, rid, dict(zip(FIELDS, values, strict=True)))
         self._shift_stats(scope, 1, [len(value.split()) for value in values], tokenizer)
@@ -206,8 +187,9 @@ class PostgresTx(SqlTx):
             return False
         assignments = ", ".join(f"{column} = ?" for column in _FIELD_COLUMNS)
         self._db.execute(
-            f"UPDATE lexical_index SET {assignments} WHERE rid = ? AND tenant = ? AND workspace = ?",  # noqa: S608
-            (*values, rid, scope.tenant, scope.workspace),
+            f"UPDATE lexical_index SET {assignments}, tsv = ?::tsvector"  # noqa: S608
+            " WHERE rid = ? AND tenant = ? AND workspace = ?",
+            (*values, index_tsvector(scope_token(scope), values), rid, scope.tenant, scope.workspace),
         )
         postings.drop(self._db, scope, rid, {name: str(value or "") for name, value in zip(FIELDS, row, strict=True)})
         postings.add(self._db, scope, rid, dict(zip(FIELDS, values, strict=True)))

@@ -14,7 +14,7 @@ from engram_memory.engine.ports.store import Scope, ScopeHead
 from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.connection import PsycopgConnection
-from engram_memory.stores.postgres.queries import scope_token
+from engram_memory.stores.postgres.lexemes import index_tsvector, scope_token
 
 # What an archive holds, in an order that respects every reference; the ledger is each store's own.
 ARCHIVED_TABLES = (
@@ -66,9 +66,12 @@ class PostgresSnapshot:
         loaded = list(rows)
         with self._db.raw.cursor() as cursor:
             cursor.executemany(
-                f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {names})"  # noqa: S608
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [(rid, scope.tenant, scope.workspace, scope_token(scope), *texts) for rid, scope, texts in loaded],
+                f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {names}, tsv)"  # noqa: S608
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
+                [
+                    (rid, scope.tenant, scope.workspace, scope_token(scope), *texts, _tsv(scope, texts))
+                    for rid, scope, texts in loaded
+                ],
             )
         for rid, scope, texts in loaded:
             postings.add(self._db, scope, rid, dict(zip(FIELDS, texts, strict=True)))
@@ -115,3 +118,7 @@ class PostgresSnapshot:
         """Whether any table but the ledger has a row: only an empty store may be restored into."""
         index = self._db.execute("SELECT EXISTS (SELECT 1 FROM lexical_index)").fetchone()[0]
         return bool(index) or any(self.table_counts().values())
+
+
+def _tsv(scope: Scope, texts: tuple[str, ...]) -> str:
+    return index_tsvector(scope_token(scope), texts)

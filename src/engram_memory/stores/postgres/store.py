@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 
 import psycopg
@@ -181,6 +181,11 @@ class PostgresStore:
             return
         with self.write(synced=False, scopes=()) as tx:
             tx.append_audit(row)
+
+    def expect_idempotency(self, scope: Scope, principal: str, keys: Sequence[str]) -> None:
+        batch = self._batch_here()
+        if batch is not None:
+            batch.keys.expect(scope, principal, keys)
 
     @contextmanager
     def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:

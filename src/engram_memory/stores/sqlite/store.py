@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -143,6 +143,9 @@ class SQLiteStore:
     def append_audit(self, row: AuditRow) -> None:
         with self.write(synced=False, scopes=()) as tx:
             tx.append_audit(row)
+
+    def expect_idempotency(self, scope: Scope, principal: str, keys: Sequence[str]) -> None:
+        """Nothing to gain: a lookup is a local B-tree read, not a round trip."""
 
     @contextmanager
     def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:

@@ -264,6 +264,9 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         )
         return cursor.rowcount > 0
 
+    def discard_body(self, scope: Scope, owner_id: str) -> None:
+        self.destroy_body(scope, owner_id)
+
     def ended_owners(self, owner_ids: Sequence[str]) -> set[str]:
         # Host housekeeping spans scopes: owner ids are globally unique random ids.
         ended = set()
