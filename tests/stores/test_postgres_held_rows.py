@@ -205,3 +205,55 @@ def test_the_stores_tsvector_is_what_the_schemas_function_gives(migrated: str, v
             (index_tsvector(token, values), token, *values),
         ).fetchone()
     assert row is not None and row[0] is True
+
+
+def test_a_batch_remembers_a_scope_without_tombstones_only_until_one_is_added_or_its_lock_goes(
+    stores: tuple[PostgresStore, PostgresStore],
+) -> None:
+    batching, other = stores
+    seen = _statements(batching)
+    with batching.batch():
+        _capture(batching, SCOPE_A, "cand_1", "key-1")
+        for _ in range(3):
+            with batching.write(scopes=[SCOPE_A]) as tx:
+                assert not tx.is_tombstoned(SCOPE_A, ["fp:1"])
+        assert sum("FROM tombstones" in statement for statement in seen) == 1  # one query, then remembered
+        with batching.write(scopes=[SCOPE_A]) as tx:
+            tx.add_tombstone(SCOPE_A, ["fp:1"], 1)
+        with batching.write(scopes=[SCOPE_A]) as tx:
+            assert tx.is_tombstoned(SCOPE_A, ["fp:1"]) and not tx.is_tombstoned(SCOPE_A, ["fp:2"])
+    with batching.batch():
+        _capture(batching, SCOPE_B, "cand_2", "key-2")
+        with batching.write(scopes=[SCOPE_B]) as tx:
+            assert not tx.is_tombstoned(SCOPE_B, ["fp:3"])
+        _capture(batching, SCOPE_A, "cand_3", "key-3")  # another scope: B's lock goes with a commit
+        with other.write(scopes=[SCOPE_B]) as tx:
+            tx.add_tombstone(SCOPE_B, ["fp:3"], 1)
+        with batching.write(scopes=[SCOPE_B]) as tx:
+            assert tx.is_tombstoned(SCOPE_B, ["fp:3"])
+
+
+def test_expected_keys_are_read_a_window_at_a_time_and_read_again_once_the_lock_was_released(
+    stores: tuple[PostgresStore, PostgresStore],
+) -> None:
+    batching, other = stores
+    with other.write(scopes=[SCOPE_A]) as tx:
+        tx.put_idempotency(idempotency(SCOPE_A, "key-5"))
+    seen = _statements(batching)
+    with batching.batch():
+        batching.expect_idempotency(SCOPE_A, "alice", [f"key-{n}" for n in range(10)])
+        with batching.write(scopes=[SCOPE_A]) as tx:
+            event(tx, SCOPE_A)
+        with batching.write(scopes=[SCOPE_A]) as tx:
+            found = {n: tx.get_idempotency(SCOPE_A, "alice", f"key-{n}") for n in range(10)}
+            tx.put_idempotency(idempotency(SCOPE_A, "key-7"))
+        assert [n for n, row in found.items() if row is not None] == [5]
+        assert sum("FROM idempotency" in statement for statement in seen) == 1
+        with batching.write(scopes=[SCOPE_A]) as tx:  # its own key, written since it was read as absent
+            assert tx.get_idempotency(SCOPE_A, "alice", "key-7") is not None
+        with batching.write(scopes=[SCOPE_B]) as tx:  # another scope: the batch commits and lets A go
+            event(tx, SCOPE_B)
+        with other.write(scopes=[SCOPE_A]) as tx:
+            tx.put_idempotency(idempotency(SCOPE_A, "key-8"))
+        with batching.write(scopes=[SCOPE_A]) as tx:
+            assert tx.get_idempotency(SCOPE_A, "alice", "key-8") is not None

@@ -32,9 +32,9 @@ from engram_memory.engine.ports.rows import AuditRow, Scope
 from engram_memory.stores.postgres import bulk
 from engram_memory.stores.postgres.connection import PsycopgConnection
 from engram_memory.stores.postgres.deferred import PendingWrites
-from engram_memory.stores.postgres.expected_keys import ExpectedKeys
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.heads import HeadCache
+from engram_memory.stores.postgres.lock_facts import LockFacts
 from engram_memory.stores.postgres.queries import PostgresTx
 
 WRITE_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
@@ -111,7 +111,7 @@ class Batch:
         self._savepoints = 0
         self._audits: list[AuditRow] = []
         self._heads = HeadCache(self.holds_lock)
-        self.keys = ExpectedKeys(self.holds_lock)
+        self.facts = LockFacts(self.holds_lock)
         self._pending = PendingWrites()
         self._tx: PostgresTx | None = None  # the write running now
         self._savepoint_open = False  # whether it has a savepoint (it ran a statement of its own)
@@ -151,7 +151,7 @@ class Batch:
                 )
             self._open, self._held, self._tenant, self._writes, self._savepoints = True, keys, tenant, 0, 0
         self._pending.begin_write()
-        tx = PostgresTx(self.db, tenant=self._tenant, heads=self._heads, pending=self._pending, keys=self.keys)
+        tx = PostgresTx(self.db, tenant=self._tenant, heads=self._heads, pending=self._pending, facts=self.facts)
         self._tx, self._savepoint_open = tx, False
         try:
             with POSTGRES.translated(failed="write failed inside a batch", conflicts_rerun=True):
@@ -171,7 +171,7 @@ class Batch:
     def _failed_write(self) -> None:
         """Undoes the write that failed: its held rows, and what of it reached the transaction."""
         self._heads.clear()
-        self.keys.clear()
+        self.facts.clear()
         self._pending.rollback_write()
         self._tenant = None  # app.tenant may have moved outside any savepoint: the next write sets it again
         with POSTGRES.ignored(), self.db.unflushed():
@@ -223,7 +223,7 @@ class Batch:
                 return
         audits, self._audits = self._audits, []
         self._heads.clear()  # its locks go with the commit
-        self.keys.clear()
+        self.facts.clear()
         with POSTGRES.ignored(undo=self._abandon, failed="batch commit failed"), self.db.unflushed():
             if not self._open:  # audit rows alone: of no scope, under no scope's lock
                 begin_writer(
@@ -240,7 +240,7 @@ class Batch:
     def rollback(self) -> None:
         self._open = False
         self._heads.clear()
-        self.keys.clear()
+        self.facts.clear()
         self._pending.clear()
         with POSTGRES.ignored(failed="rollback failed"), self.db.unflushed():
             self.db.sync()

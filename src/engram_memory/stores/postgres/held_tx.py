@@ -30,8 +30,8 @@ from engram_memory.stores.postgres.deferred import (
     PendingWrites,
     merged_bodies,
 )
-from engram_memory.stores.postgres.expected_keys import ExpectedKeys
 from engram_memory.stores.postgres.heads import HeadCache
+from engram_memory.stores.postgres.lock_facts import LockFacts
 from engram_memory.stores.sql.queries.transaction import SqlTx
 
 
@@ -46,12 +46,12 @@ class HeldRowsTx(SqlTx):
         *,
         heads: HeadCache | None,
         pending: PendingWrites | None,
-        keys: ExpectedKeys | None = None,
+        facts: LockFacts | None = None,
     ) -> None:
         super().__init__(connection)
         self._heads = heads
         self._pending = pending
-        self._keys = keys
+        self._facts = facts
 
     def _unflushed(self, safe: bool = True) -> AbstractContextManager[None]:
         """A statement whose answer no held row can change runs without writing them first."""
@@ -166,23 +166,44 @@ class HeldRowsTx(SqlTx):
             self._pending.add(BodyDiscard(scope, owner_id))
 
     def is_tombstoned(self, scope: Scope, fingerprints: Sequence[str]) -> bool:
-        with self._unflushed():  # tombstones are never held back
-            return super().is_tombstoned(scope, fingerprints)
+        if self._facts is None:
+            with self._unflushed():  # tombstones are never held back
+                return super().is_tombstoned(scope, fingerprints)
+        untombstoned = self._facts.untombstoned
+        if untombstoned.known(scope):
+            return False
+        self._enter_tenant(scope.tenant)
+        with self._unflushed():
+            row = self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ?),"
+                " EXISTS (SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ?"
+                " AND payload_digest = ANY (?::text[]))",
+                (scope.tenant, scope.workspace, scope.tenant, scope.workspace, sorted(set(fingerprints))),
+            ).fetchone()
+        if not row[0]:
+            untombstoned.found_none(scope)
+        return bool(row[1])
+
+    def add_tombstone(self, scope: Scope, fingerprints: Sequence[str], at_ms: int) -> None:
+        if self._facts is not None:
+            self._facts.untombstoned.tombstoned(scope)
+        super().add_tombstone(scope, fingerprints, at_ms)
 
     def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None:
         if self._pending is not None:
             held = self._pending.idempotency(scope, principal, key)
             if held is not None:
                 return held
-        if self._keys is not None:
-            known, row = self._keys.known(scope, principal, key)
+        if self._facts is not None:
+            keys = self._facts.keys
+            known, row = keys.known(scope, principal, key)
             if known:
                 return row
-            ahead = self._keys.window(scope, principal, key)
+            ahead = keys.window(scope, principal, key)
             if ahead:
                 with self._unflushed():  # keys the log holds were answered above; these it does not hold
                     found = self._idempotency_rows(scope, principal, ahead)
-                self._keys.fill(scope, principal, ahead, found)
+                keys.fill(scope, principal, ahead, found)
                 return found.get(key)
         with self._unflushed():
             return super().get_idempotency(scope, principal, key)
@@ -209,8 +230,8 @@ class HeldRowsTx(SqlTx):
         }
 
     def put_idempotency(self, row: IdempotencyRow) -> None:
-        if self._keys is not None:
-            self._keys.written(row.scope, row.principal, row.key)
+        if self._facts is not None:
+            self._facts.keys.written(row.scope, row.principal, row.key)
         if self._pending is None:
             super().put_idempotency(row)
         else:

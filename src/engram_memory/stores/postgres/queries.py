@@ -28,10 +28,10 @@ from engram_memory.stores.postgres.deferred import IndexEntry as DeferredEntry
 from engram_memory.stores.postgres.deferred import (
     PendingWrites,
 )
-from engram_memory.stores.postgres.expected_keys import ExpectedKeys
 from engram_memory.stores.postgres.heads import HeadCache
 from engram_memory.stores.postgres.held_tx import HeldRowsTx
 from engram_memory.stores.postgres.lexemes import index_tsvector, lexeme, quoted, scope_token
+from engram_memory.stores.postgres.lock_facts import LockFacts
 from engram_memory.stores.sql import postings as postings_rules
 from engram_memory.stores.sql.base import StoreInvariantError
 
@@ -77,15 +77,15 @@ class PostgresTx(HeldRowsTx):
         tenant: str | None = None,
         heads: HeadCache | None = None,
         pending: PendingWrites | None = None,
-        keys: ExpectedKeys | None = None,
+        facts: LockFacts | None = None,
     ) -> None:
         """`snapshot`: a read-only REPEATABLE READ transaction, whose statistics cannot change under it, so
         a search that asks for them three times reads them once (each read is a round trip). `tenant`:
         the tenant the transaction already set (app.tenant) before this object saw it. `heads`: a batch's
         scope heads (heads.py), each read a round trip saved. `pending`: a batch's rows held back
         (deferred.py): this transaction's writes of the hot path go there, and its reads look there first.
-        `keys`: the idempotency keys the batch expects (expected_keys.py)."""
-        super().__init__(connection, heads=heads, pending=pending, keys=keys)
+        `facts`: what the batch may remember while it holds a scope's lock (lock_facts.py)."""
+        super().__init__(connection, heads=heads, pending=pending, facts=facts)
         self._tenant: str | None = tenant
         self._snapshot = snapshot
         self._stats: dict[Scope, IndexStats] = {}

@@ -185,7 +185,7 @@ class PostgresStore:
     def expect_idempotency(self, scope: Scope, principal: str, keys: Sequence[str]) -> None:
         batch = self._batch_here()
         if batch is not None:
-            batch.keys.expect(scope, principal, keys)
+            batch.facts.keys.expect(scope, principal, keys)
 
     @contextmanager
     def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:

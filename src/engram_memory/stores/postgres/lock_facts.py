@@ -1,10 +1,14 @@
-"""Idempotency keys a batch was told it will look up (Store.expect_idempotency), read a window at a time.
+"""What a batch may remember between its writes while it holds a scope's lock, to save a round trip each.
 
-An import looks up two keys a pair, almost always absent: one query for the next few hundred instead of a
-round trip each. An answer read while the batch holds the scope's lock stays true while it holds it, since
-every writer of the scope takes that lock, except for the keys the batch writes itself: those are
-forgotten as they are written (the batch's log answers them, then the database). Every answer goes when
-the lock goes (a commit) and when a write fails.
+Every writer of a scope takes its lock, so an answer read under it stays true while the batch holds it,
+except for what the batch writes itself, which is forgotten as it is written. Everything goes when the
+lock goes (a commit) and when a write fails.
+
+* ExpectedKeys: idempotency keys the batch was told it will look up (Store.expect_idempotency), read a
+  window at a time: an import looks up two keys a pair, almost always absent, and one query answers the
+  next few hundred.
+* UntombstonedScopes: scopes found to hold no tombstone at all, so that an admission's check of what the
+  scope forgot needs no query (most scopes never forgot anything).
 """
 
 from __future__ import annotations
@@ -59,3 +63,34 @@ class ExpectedKeys:
 
     def clear(self) -> None:
         self._known.clear()
+
+
+class UntombstonedScopes:
+    def __init__(self, locked: Callable[[Scope], bool]) -> None:
+        self._locked = locked
+        self._scopes: set[Scope] = set()
+
+    def known(self, scope: Scope) -> bool:
+        return scope in self._scopes
+
+    def found_none(self, scope: Scope) -> None:
+        if self._locked(scope):
+            self._scopes.add(scope)
+
+    def tombstoned(self, scope: Scope) -> None:
+        self._scopes.discard(scope)
+
+    def clear(self) -> None:
+        self._scopes.clear()
+
+
+class LockFacts:
+    """A batch's facts of both kinds, forgotten together."""
+
+    def __init__(self, locked: Callable[[Scope], bool]) -> None:
+        self.keys = ExpectedKeys(locked)
+        self.untombstoned = UntombstonedScopes(locked)
+
+    def clear(self) -> None:
+        self.keys.clear()
+        self.untombstoned.clear()
