@@ -396,9 +396,14 @@ def served_figures(
         seconds=options.aggregate_seconds,
         forgets=options.forgets,
         semantic=semantic,
+        load_client=options.load_client,
     )
     figures = over_http(paths, load)
-    out: dict[str, Any] = {"http_processes": options.processes, "aggregate_clients": options.clients}
+    out: dict[str, Any] = {
+        "http_processes": options.processes,
+        "aggregate_clients": options.clients,
+        "aggregate_load_client": options.load_client,
+    }
     out["http_start_s"] = round(figures["http_start_s"], 1)
     peak = figures["server_peak_rss_mb"]
     out["server_peak_rss_mb"] = None if peak is None else round(peak, 1)
@@ -486,6 +491,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=2, help="`serve --http` processes for the HTTP figures")
     parser.add_argument("--clients", type=int, default=8, help="agents (one tenant each) of the aggregate writes")
     parser.add_argument("--aggregate-seconds", type=float, default=30.0, help="how long the aggregate writes run")
+    parser.add_argument(
+        "--load-client",
+        choices=["raw", "sdk"],
+        default="raw",
+        help="the aggregate writers' MCP client: the lean one of bench/raw_mcp.py, or the SDK's",
+    )
     parser.add_argument("--forgets", type=int, default=200, help="records the forget storm forgets")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--results", type=Path, help="also append the JSON object as a line to this file")

@@ -219,10 +219,13 @@ class Engine(HostFront):
         start = 0
         while start < len(calls):
             end = start + 1
-            if calls[start].tool_name in GROUPED_TOOLS:
-                while end < len(calls) and calls[end].tool_name in GROUPED_TOOLS:
-                    end += 1
-            outcomes += self._shared_commit(calls[start:end]) if end - start > 1 else [self._alone(calls[start])]
+            if calls[start].tool_name not in GROUPED_TOOLS:
+                outcomes.append(self._alone(calls[start]))
+                start = end
+                continue
+            while end < len(calls) and calls[end].tool_name in GROUPED_TOOLS:
+                end += 1
+            outcomes += self._shared_commit(calls[start:end])
             start = end
         return outcomes
 

@@ -4,17 +4,18 @@ A writer's transaction needs its lock timeout, its advisory locks, often its ten
 security, and sometimes a relaxed commit: sent as one simple-protocol string, these cost one round trip
 instead of five. Every value in it is an integer or a quoted literal, never text a caller chose unquoted.
 
-A batch (Store.batch: a host's import, the calls the server groups into one commit) runs its writes as
-savepoints of one transaction on one connection, so a write costs two statements and no commit, and a
-write that fails rolls back alone. It holds the locks of one set of scopes at a time: a write that needs
-another scope's lock first commits what the batch holds (committing early is allowed, once the vault
-committed the keys of the bodies it makes durable: Store.batch's `before_commit`), so a batch never
-waits for a lock while it holds one another writer may want, and two batches never deadlock. It also
-commits every `CHUNK_WRITES` writes, which bounds how long others wait for its scope. Its audit rows wait
-for its next commit and go in as one statement per tenant (two savepoints, six statements and two round
-trips fewer for each audited call); they commit with the writes they audit, or are lost with them. Once a commit
-inside the batch failed, its later writes refuse, and its end raises MUTATION_OUTCOME_UNKNOWN: the
-caller may send the same calls with the same keys again.
+A batch (Store.batch: a host's import, the calls the server groups into one commit) runs its writes in one
+transaction on one pipelined connection. The rows of the hot path are held back and written in bulk
+(deferred.py, bulk.py; decision 0021); a write that runs a statement of its own gets a savepoint first,
+so a write that fails rolls back alone either way. It holds the locks of one set of scopes at a time: a
+write that needs another scope's lock first commits what the batch holds (committing early is allowed,
+once the vault committed the keys of the bodies it makes durable: Store.batch's `before_commit`), so a
+batch never waits for a lock while it holds one another writer may want, and two batches never
+deadlock. It also commits every `CHUNK_WRITES` writes (or `CHUNK_SAVEPOINTS` savepoints), which bounds
+how long others wait for its scope. Its audit rows wait for its next commit and go in as one statement
+per tenant; they commit with the writes they audit, or are lost with them. Once a commit inside the
+batch failed, or rows held for it could not be written, its later writes refuse, and its end raises
+MUTATION_OUTCOME_UNKNOWN: the caller may send the same calls with the same keys again.
 """
 
 from __future__ import annotations
