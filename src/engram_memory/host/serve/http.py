@@ -6,6 +6,7 @@ so any number of them can serve one store behind a load balancer.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import signal
@@ -62,9 +63,18 @@ def listen(host: str, port: int) -> socket.socket:
         raise ListenError(f"cannot listen on {host}:{port}: {reason}") from exc
 
 
-def token_check(public_key: Ed25519PublicKey) -> TokenCheck:
-    """A bearer token's binding when this host signed it (expired or not), else None."""
+# Bearer tokens whose verdict a server keeps: an agent sends the same token with every call.
+VERIFIED_TOKENS = 4096
 
+
+def token_check(public_key: Ed25519PublicKey) -> TokenCheck:
+    """A bearer token's binding when this host signed it (expired or not), else None.
+
+    The verdict is kept for the last VERIFIED_TOKENS tokens seen: a signature check and the token's
+    parsing cost about a tenth of a write call's CPU, and their result depends on nothing but the token
+    and the key. What can change — expiry, revocation — the engine judges on every call."""
+
+    @functools.lru_cache(maxsize=VERIFIED_TOKENS)
     def check(token: str) -> Binding | None:
         try:
             return verify_binding(public_key, token)

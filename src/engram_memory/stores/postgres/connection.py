@@ -145,16 +145,6 @@ def database_bytes(url: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _plan_each_execution(connection: Connection) -> None:
-    """Prepared statements keep their parse but are planned for the values of each execution.
-
-    A generic plan is made once, from the statistics of the moment, and kept: one made while a table was
-    new looked a key up through the wrong index and then scanned a whole scope on every call (an
-    idempotency read at 0.5 ms, a record-by-digest read at 0.6 ms and growing with the scope). Planning
-    the store's short statements costs tens of microseconds."""
-    connection.execute("SET plan_cache_mode = force_custom_plan")
-
-
 def open_pool(
     url: str, *, size: int, timeout_s: float, name: str, prepare: Callable[[Connection], None]
 ) -> ConnectionPool[Connection]:
@@ -173,7 +163,6 @@ def open_pool(
         kwargs={"autocommit": True},
         open=False,
         timeout=timeout_s,
-        configure=_plan_each_execution,
         check=ConnectionPool.check_connection,
         name=name,
     )
