@@ -439,9 +439,13 @@ def test_tracer_sees_a_search_run_only_reads_inside_one_read_only_snapshot(pg_ur
             tx.insert_record(record(SCOPE_A, "mem_a"))
             tx.index_record(SCOPE_A, "mem_a", fields(primary="blue green deploy"), tokenizer=TOKENIZER_ID)
         begin = statements[0].split("; ")
-        # One round trip begins the writer: its lock timeout, then the whole store's write lock.
+        # One round trip begins the writer: its lock timeout and plans made for each execution's values,
+        # then the whole store's write lock.
         assert begin[0] == "BEGIN ISOLATION LEVEL READ COMMITTED" and statements[-1] == "COMMIT"
-        assert begin[1] == f"SELECT set_config('lock_timeout', '10s', true), pg_advisory_xact_lock({WRITE_LOCK})"
+        assert begin[1] == (
+            "SELECT set_config('lock_timeout', '10s', true), set_config('plan_cache_mode', 'force_custom_plan', true),"
+            f" pg_advisory_xact_lock({WRITE_LOCK})"
+        )
         assert not any(s.startswith(("BEGIN", "COMMIT", "ROLLBACK")) for s in statements[1:-1])
         statements.clear()
         with store.read() as tx:
@@ -451,5 +455,6 @@ def test_tracer_sees_a_search_run_only_reads_inside_one_read_only_snapshot(pg_ur
         assert statements[0] == "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" and statements[-1] == "ROLLBACK"
         searched = statements[1:-1]
         assert searched and all(s.lstrip().upper().startswith(("SELECT", "WITH")) for s in searched), searched
+        assert not any("plan_cache_mode" in s for s in searched)  # reads keep generic plans
     finally:
         store.close()

@@ -14,7 +14,7 @@ from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.stores.sqlite.migrate import bundled, migrate
 from engram_memory.stores.sqlite.store import SQLiteStore
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
-from tests.stores.builders import AT_MS, SCOPE_A, SCOPE_B, event, fields, record
+from tests.stores.builders import AT_MS, SCOPE_A, SCOPE_B, audit, event, fields, record
 
 VERSIONS = [version for version, _, _ in bundled("migrations")]
 READS = ("SELECT", "WITH")
@@ -189,3 +189,37 @@ def test_a_page_of_hits_is_read_through_the_ids_unique_indexes_not_a_scan_of_the
     with sqlite3.connect(tmp_path / "s.db") as db:
         plans = [" ".join(str(row[3]) for row in db.execute("EXPLAIN QUERY PLAN " + s)) for s in reads]
     assert all("sqlite_autoindex" in plan and "records_by_digest" not in plan for plan in plans), plans
+
+
+def test_a_batchs_audit_rows_go_in_without_savepoints_and_commit_with_its_writes(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "store.db")
+    seen: list[str] = []
+    try:
+        with store.batch():
+            store._db.set_trace_callback(seen.append)
+            with store.write(scopes=[SCOPE_A]) as tx:
+                event(tx, SCOPE_A)
+            store.append_audit(audit("aud_1", AT_MS))
+        assert [s for s in seen if s.startswith("SAVEPOINT")] == ["SAVEPOINT batch_write"]  # the write's only
+        with store.read() as tx:
+            assert [row.audit_id for row in tx.audit_rows(None, None)] == ["aud_1"]
+    finally:
+        store.close()
+
+
+def test_a_batch_whose_transaction_was_rolled_back_under_it_ends_unknown_mocked_fault(tmp_path: Path) -> None:
+    """A full disk or an I/O error can make SQLite roll a whole transaction back; that cannot be caused
+    on purpose here, so the rollback is issued behind the store's back before the next audit row."""
+    store = SQLiteStore(tmp_path / "store.db")
+    try:
+        with pytest.raises(ContractError) as ended, store.batch():
+            with store.write(scopes=[SCOPE_A]) as tx:
+                event(tx, SCOPE_A)
+            store.append_audit(audit("aud_1", AT_MS))
+            store._db.execute("ROLLBACK")
+            store.append_audit(audit("aud_2", AT_MS))  # outside any transaction: the batch knows it is torn
+        assert ended.value.code is ErrorCode.MUTATION_OUTCOME_UNKNOWN
+        with store.read() as tx:
+            assert tx.head(SCOPE_A) is None
+    finally:
+        store.close()

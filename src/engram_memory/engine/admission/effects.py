@@ -45,10 +45,12 @@ def apply_decision(
     at_ms: int,
     plaintext: bytes | None = None,
     reason_ref: str | None = None,
+    payload: Mapping[str, Any] | None = None,
 ) -> tuple[JournalEvent, str | None]:
     """Journals the decision and writes its effects; returns the event and the record id, if any.
 
-    `plaintext` is the candidate's body when the caller opened it already. Raises ContractError BLOB_MISSING.
+    `plaintext` is the candidate's body when the caller opened it already, `payload` its parsed payload.
+    Raises ContractError BLOB_MISSING.
     """
     scope, candidate_id = candidate.scope, candidate.candidate_id
     kind, state, adjudication, _ = EFFECTS[decision.verdict]
@@ -67,7 +69,7 @@ def apply_decision(
         data["reason_ref"] = reason_ref
     event = append_event_as(tx, scope, actor, at_ms, kind, data)
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
-        create_record(deps, tx, candidate, record_id, event.cursor, at_ms, plaintext=plaintext)
+        create_record(deps, tx, candidate, record_id, event.cursor, at_ms, plaintext=plaintext, payload=payload)
     elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
         tx.discard_body(scope, candidate_id)
     tx.update_candidate(
@@ -90,16 +92,19 @@ def create_record(
     at_ms: int,
     *,
     plaintext: bytes | None = None,
+    payload: Mapping[str, Any] | None = None,
 ) -> None:
     """The accepted candidate becomes a record: re-sealed under its own key, indexed, candidate body gone.
 
     Shared by the admission policy and the host's review queue; `plaintext` is the candidate's body when
-    the caller opened it already. Raises ContractError BLOB_MISSING.
+    the caller opened it already, `payload` its parsed payload. Raises ContractError BLOB_MISSING.
     """
     scope = candidate.scope
     if plaintext is None:
         plaintext = read_body(deps, tx, scope, candidate.candidate_id, "candidate")
-    payload = json.loads(plaintext)["payload"]
+        payload = None
+    if payload is None:
+        payload = json.loads(plaintext)["payload"]
     expires_at = payload["retention"].get("expires_at")
     tx.insert_record(
         RecordRow(

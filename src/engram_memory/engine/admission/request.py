@@ -83,6 +83,7 @@ def _admit(
             return None
 
     plaintext: bytes | None = None
+    payload: Mapping[str, Any] | None = None
     if candidate.adjudication:
         decision = Decision(Verdict.ADJUDICATE, ("awaiting_review",), policy.policy_id, policy.version, policy.digest)
     else:
@@ -92,10 +93,11 @@ def _admit(
         if duplicate_of is None and not rejection_reasons(policy, facts):
             # Only a would-be acceptance needs the text: it is compared with what the scope forgot.
             plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
-            tombstoned = is_forgotten(deps, tx, candidate, json.loads(plaintext)["payload"])
+            payload = json.loads(plaintext)["payload"]
+            tombstoned = is_forgotten(deps, tx, candidate, payload)
         decision = decide(policy, facts, duplicate_of=duplicate_of, tombstoned=tombstoned)
     decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
-    events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext)
+    events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext, payload)
 
     # The decision must still be the policy in force, and fresh, when it commits.
     if deps.policies.current().digest != policy.digest or deps.clock.now_ms() - call.now_ms > DECISION_MAX_AGE_MS:
@@ -128,6 +130,8 @@ def candidate_facts(candidate: CandidateRow) -> CandidateFacts:
 
 def is_forgotten(deps: Deps, tx: StoreTx, candidate: CandidateRow, payload: Mapping[str, Any]) -> bool:
     """Whether the candidate's content is what its scope forgot (engine/lifecycle/tombstone_guard.py)."""
+    if not tx.holds_tombstones(candidate.scope):
+        return False
     fingerprints = candidate_fingerprints(guard_key(deps.cursor_key), candidate.payload_digest, payload)
     return tx.is_tombstoned(candidate.scope, fingerprints)
 
@@ -140,6 +144,7 @@ def _apply(
     decision: Decision,
     decision_digest: str,
     plaintext: bytes | None,
+    payload: Mapping[str, Any] | None,
 ) -> tuple[list[JournalEvent], str | None]:
     """Writes the decision's effects; returns the events appended and the record id, if any."""
     if candidate.adjudication:
@@ -153,5 +158,6 @@ def _apply(
         actor=call.actor_claims(),
         at_ms=call.now_ms,
         plaintext=plaintext,
+        payload=payload,
     )
     return [event], record_id

@@ -141,6 +141,9 @@ class CoreTx(Protocol):
     # tombstone fingerprints (keyed, never content: engine/lifecycle/tombstone_guard.py)
     def add_tombstone(self, scope: Scope, fingerprints: Sequence[str], at_ms: int) -> None: ...
     def is_tombstoned(self, scope: Scope, fingerprints: Sequence[str]) -> bool: ...
+    def holds_tombstones(self, scope: Scope) -> bool:
+        """Whether the scope forgot anything at all: most never did, and then no fingerprint is needed."""
+        ...
 
     # idempotency
     def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None: ...
@@ -200,8 +203,9 @@ class Store(Protocol):
         ...
 
     def expect_idempotency(self, scope: Scope, principal: str, keys: Sequence[str]) -> None:
-        """A hint inside a batch: the scope's principal will look these keys up, in about this order, so a
-        store may read them together. It changes no answer."""
+        """A hint inside a batch: the scope's principal will look these keys up, in about this order, and
+        write in the scope, so a store may read the keys together and open its transactions for this scope
+        with the batch's others. It changes no answer."""
         ...
 
     def erase_physically(self, *, now: bool = False) -> bool:

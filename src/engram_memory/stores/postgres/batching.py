@@ -125,7 +125,13 @@ class Batch:
         self._pending = PendingWrites()
         self._tx: PostgresTx | None = None  # the write running now
         self._savepoint_open = False  # whether it has a savepoint (it ran a statement of its own)
+        self._expected: set[Scope] = set()
         db.before_statement = self._before_statement
+
+    def expect_scope(self, scope: Scope) -> None:
+        """The batch will write in this scope: the next transaction it opens takes its lock with the
+        others, so that calls of several scopes (a group of several agents' calls) share one commit."""
+        self._expected.add(scope)
 
     def holds_lock(self, scope: Scope) -> bool:
         return self._lock_key(scope) in self._held
@@ -149,7 +155,10 @@ class Batch:
             if self.failed:
                 raise ContractError(ErrorCode.STORE_UNAVAILABLE)
         if not self._open:
-            tenant = only_tenant(scopes)
+            # The scopes the batch expects to write are locked with this write's, in one order.
+            wanted = {*scopes, *self._expected}
+            keys = frozenset(self._lock_key(scope) for scope in wanted)
+            tenant = only_tenant(wanted)
             # Nothing is held yet: a lock that timed out fails this write alone, as outside a batch.
             with POSTGRES.translated(undo=self.rollback, conflicts_rerun=True), self.db.unflushed():
                 begin_writer(

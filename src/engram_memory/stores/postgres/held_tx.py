@@ -166,23 +166,17 @@ class HeldRowsTx(SqlTx):
             self._pending.add(BodyDiscard(scope, owner_id))
 
     def is_tombstoned(self, scope: Scope, fingerprints: Sequence[str]) -> bool:
-        if self._facts is None:
-            with self._unflushed():  # tombstones are never held back
-                return super().is_tombstoned(scope, fingerprints)
-        untombstoned = self._facts.untombstoned
-        if untombstoned.known(scope):
+        with self._unflushed():  # tombstones are never held back
+            return super().is_tombstoned(scope, fingerprints)
+
+    def holds_tombstones(self, scope: Scope) -> bool:
+        if self._facts is not None and self._facts.untombstoned.known(scope):
             return False
-        self._enter_tenant(scope.tenant)
-        with self._unflushed():
-            row = self._db.execute(
-                "SELECT EXISTS (SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ?),"
-                " EXISTS (SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ?"
-                " AND payload_digest = ANY (?::text[]))",
-                (scope.tenant, scope.workspace, scope.tenant, scope.workspace, sorted(set(fingerprints))),
-            ).fetchone()
-        if not row[0]:
-            untombstoned.found_none(scope)
-        return bool(row[1])
+        with self._unflushed():  # tombstones are never held back
+            held = super().holds_tombstones(scope)
+        if not held and self._facts is not None:
+            self._facts.untombstoned.found_none(scope)
+        return held
 
     def add_tombstone(self, scope: Scope, fingerprints: Sequence[str], at_ms: int) -> None:
         if self._facts is not None:

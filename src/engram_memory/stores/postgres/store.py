@@ -186,6 +186,7 @@ class PostgresStore:
         batch = self._batch_here()
         if batch is not None:
             batch.facts.keys.expect(scope, principal, keys)
+            batch.expect_scope(scope)
 
     @contextmanager
     def batch(self, before_commit: Callable[[], None] | None = None) -> Iterator[None]:

@@ -141,8 +141,18 @@ class SQLiteStore:
                 self.erase_physically()
 
     def append_audit(self, row: AuditRow) -> None:
-        with self.write(synced=False, scopes=()) as tx:
-            tx.append_audit(row)
+        with self._lock:
+            if self._batching:
+                # One INSERT needs no savepoint of its own: SQLite undoes a statement that fails, alone
+                # (unless the failure rolled the whole transaction back: then the batch is torn).
+                try:
+                    with SQLITE.translated():
+                        SQLiteTx(self._db, self._pending).append_audit(row)
+                finally:
+                    self._batch_torn = self._batch_torn or not self._db.in_transaction
+                return
+            with self.write(synced=False, scopes=()) as tx:
+                tx.append_audit(row)
 
     def expect_idempotency(self, scope: Scope, principal: str, keys: Sequence[str]) -> None:
         """Nothing to gain: a lookup is a local B-tree read, not a round trip."""
@@ -172,7 +182,7 @@ class SQLiteStore:
                 ErrorCode.MUTATION_OUTCOME_UNKNOWN, undo=self._rollback, failed="batch commit failed"
             ):
                 if self._batch_torn:
-                    raise sqlite3.OperationalError("a savepoint rolled back postings already written")
+                    raise sqlite3.OperationalError("the batch lost writes it had made")
                 self._pending.flush(self._db)
                 self._commit()
             if self._erasure_pending:
@@ -194,6 +204,8 @@ class SQLiteStore:
             with SQLITE.ignored(failed="savepoint rollback failed"):
                 self._db.execute("ROLLBACK TO batch_write")
                 self._db.execute("RELEASE batch_write")
+            # A full disk or an I/O error can roll the whole transaction back: the batch's earlier writes went.
+            self._batch_torn = self._batch_torn or not self._db.in_transaction
             raise
         with SQLITE.translated():
             self._db.execute("RELEASE batch_write")

@@ -351,6 +351,14 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         ).fetchone()
         return row is not None
 
+    def holds_tombstones(self, scope: Scope) -> bool:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            "SELECT EXISTS (SELECT 1 FROM tombstones WHERE tenant = ? AND workspace = ?)",
+            (scope.tenant, scope.workspace),
+        ).fetchone()
+        return bool(row[0])
+
     # -- idempotency -----------------------------------------------------------------------
     def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None:
         self._enter_tenant(scope.tenant)
