@@ -318,6 +318,8 @@ def over_stdio(
     name = sorted(stored.ids)[0]
     token = bench_issued(paths, tenant=TENANT, workspace=name, purpose=PURPOSE, session="bench-stdio").token
     env = {"ENGRAM_BINDING": token, **({} if semantic else {"ENGRAM_EMBEDDING_MODEL": "off"})}
+    if "PYTHONPATH" in os.environ:  # a run of another checkout's code (an A/B) must serve that code too
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "engram_memory", "serve", "--home", str(paths.home)], env=env
     )

@@ -1,4 +1,6 @@
-"""The `store` fixture: each conformance test runs on a fresh SQLite file and on a fresh PostgreSQL database."""
+"""The `store` fixture: each conformance test runs on a fresh SQLite file and on a fresh PostgreSQL database.
+
+`stores`: two PostgreSQL stores on one fresh database, for what one connection does while another watches."""
 
 from __future__ import annotations
 
@@ -27,3 +29,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def stores(pg_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
+    batching, other = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        yield batching, other
+    finally:
+        batching.close()
+        other.close()

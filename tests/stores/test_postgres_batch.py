@@ -6,8 +6,6 @@ timing; the batch's lost connection is a real backend terminated by the server.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg
 import pytest
 
@@ -16,16 +14,6 @@ from engram_memory.engine.ports.store import AuditRow, Scope
 from engram_memory.stores.postgres.batching import CHUNK_WRITES
 from engram_memory.stores.postgres.store import PostgresStore
 from tests.stores.builders import SCOPE_A, SCOPE_B, event
-
-
-@pytest.fixture
-def stores(pg_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
-    batching, other = PostgresStore(pg_url), PostgresStore(pg_url)
-    try:
-        yield batching, other
-    finally:
-        batching.close()
-        other.close()
 
 
 def _events(store: PostgresStore, scope: Scope) -> list[int]:

@@ -9,7 +9,6 @@ real role under row-level security.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -26,16 +25,6 @@ from tests.stores.builders import SCOPE_A, SCOPE_A2, SCOPE_B, candidate, event, 
 from tests.support.postgres import APP_ROLE
 
 BODY = SealedBody(nonce=b"n" * 12, ciphertext=b"sealed")
-
-
-@pytest.fixture
-def stores(pg_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
-    batching, other = PostgresStore(pg_url), PostgresStore(pg_url)
-    try:
-        yield batching, other
-    finally:
-        batching.close()
-        other.close()
 
 
 def _statements(store: PostgresStore) -> list[str]:

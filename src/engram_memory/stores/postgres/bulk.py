@@ -28,47 +28,47 @@ from engram_memory.stores.postgres.deferred import (
 from engram_memory.stores.postgres.lexemes import scope_token
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.postings import impacts_of
-from engram_memory.stores.sql.rows import CANDIDATE_COLUMNS, RECORD_COLUMNS, compact_json
+from engram_memory.stores.sql.rows import (
+    CANDIDATE_COLUMNS,
+    EVENT_COLUMNS,
+    IDEMPOTENCY_COLUMNS,
+    RECORD_COLUMNS,
+    candidate_values,
+    idempotency_values,
+    record_values,
+)
 
 Execute = Callable[[str, Sequence[Any]], Any]
 
-_JOURNAL = (
-    "INSERT INTO journal (tenant, workspace, cursor, event_id, kind, at_ms, body, prev_digest, event_digest,"
-    " affects_records) SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[],"
-    " ?::bigint[], ?::text[], ?::text[], ?::text[], ?::integer[])"
-)
+_JOURNAL_TYPES = ("text", "text", "bigint", "text", "text", "bigint", "text", "text", "text", "integer")
 _HEAD = (
     "INSERT INTO scopes (tenant, workspace, head_cursor, head_digest, records_cursor)"
     " VALUES (?, ?, ?, ?, COALESCE(?, 0))"
     " ON CONFLICT (tenant, workspace) DO UPDATE SET head_cursor = excluded.head_cursor,"
     " head_digest = excluded.head_digest, records_cursor = COALESCE(?, scopes.records_cursor)"
 )
+
+
+def _unnest_insert(table: str, columns: str, types: Sequence[str]) -> str:
+    """`INSERT INTO table (columns) SELECT * FROM unnest(…)`: one array parameter a column, of its type."""
+    arrays = ", ".join(f"?::{kind}[]" for kind in types)
+    return f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays})"  # noqa: S608
+
+
+_JOURNAL = _unnest_insert("journal", f"tenant, workspace, {EVENT_COLUMNS}", _JOURNAL_TYPES)
 _CANDIDATE_TYPES = ("text",) * 9 + ("bigint",) * 4 + ("integer", "text", "integer", "text", "text", "text")
-_CANDIDATES = (
-    f"INSERT INTO candidates ({CANDIDATE_COLUMNS}) SELECT * FROM unnest("  # noqa: S608
-    + ", ".join(f"?::{kind}[]" for kind in _CANDIDATE_TYPES)
-    + ")"
-)
+_CANDIDATES = _unnest_insert("candidates", CANDIDATE_COLUMNS, _CANDIDATE_TYPES)
 _CANDIDATE_UPDATE = (
     "UPDATE candidates SET state = ?, adjudication = ?, record_id = ?, review_reasons = ?"
     " WHERE candidate_id = ? AND tenant = ? AND workspace = ?"
 )
 _RECORD_TYPES = ("text",) * 6 + ("bigint",) * 5 + ("text",) * 3 + ("bigint", "text", "text")
-_RECORDS = (
-    f"INSERT INTO records ({RECORD_COLUMNS}) SELECT * FROM unnest("  # noqa: S608
-    + ", ".join(f"?::{kind}[]" for kind in _RECORD_TYPES)
-    + ")"
-)
-_BODIES = (
-    "INSERT INTO sealed_bodies (owner_id, tenant, workspace, nonce, ciphertext)"
-    " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::bytea[])"
+_RECORDS = _unnest_insert("records", RECORD_COLUMNS, _RECORD_TYPES)
+_BODIES = _unnest_insert(
+    "sealed_bodies", "owner_id, tenant, workspace, nonce, ciphertext", ("text",) * 3 + ("bytea",) * 2
 )
 _BODY_DELETE = "DELETE FROM sealed_bodies WHERE owner_id = ? AND tenant = ? AND workspace = ?"
-_IDEMPOTENCY = (
-    "INSERT INTO idempotency (tenant, workspace, principal, idem_key, tool, operation_digest, target, response,"
-    " created_at_ms) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],"
-    " ?::text[], ?::text[], ?::bigint[])"
-)
+_IDEMPOTENCY = _unnest_insert("idempotency", IDEMPOTENCY_COLUMNS, ("text",) * 8 + ("bigint",))
 _FIELD_COLUMNS = ", ".join(f"f_{name}" for name in FIELDS)
 _INDEX = (
     f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {_FIELD_COLUMNS}, tsv)"  # noqa: S608
@@ -161,7 +161,7 @@ def write(
         enter(tenant)
         _write_journal(execute, mine.events)
         if mine.candidates:
-            execute(_CANDIDATES, _columns([_candidate_values(row) for row in mine.candidates.values()]))
+            execute(_CANDIDATES, _columns([candidate_values(row) for row in mine.candidates.values()]))
         for update in mine.updates:
             scope = update.scope
             execute(
@@ -177,7 +177,7 @@ def write(
                 ),
             )
         if mine.records:
-            execute(_RECORDS, _columns([_record_values(row) for row in mine.records]))
+            execute(_RECORDS, _columns([record_values(row) for row in mine.records]))
         if mine.bodies:
             puts = list(mine.bodies.values())
             execute(
@@ -193,7 +193,7 @@ def write(
         for discard in mine.discards:
             execute(_BODY_DELETE, (discard.owner_id, discard.scope.tenant, discard.scope.workspace))
         if mine.keys:
-            execute(_IDEMPOTENCY, _columns([_idempotency_values(row) for row in mine.keys]))
+            execute(_IDEMPOTENCY, _columns([idempotency_values(row) for row in mine.keys]))
         stats_rows += _write_index(execute, tenant, mine.index)
     if tenant_now is not None and tenants and tenant_now != list(tenants)[-1]:
         enter(tenant_now)
@@ -278,63 +278,3 @@ def _write_index(execute: Execute, tenant: str, entries: Sequence[IndexEntry]) -
         execute(_STATS, (*totals, tokenizers[scope], scope.tenant, scope.workspace))
         for scope, totals in lengths.items()
     ]
-
-
-def _candidate_values(row: CandidateRow) -> tuple[Any, ...]:
-    return (
-        row.candidate_id,
-        row.scope.tenant,
-        row.scope.workspace,
-        row.state,
-        row.payload_digest,
-        row.evidence_digest,
-        row.actor.principal,
-        row.actor.agent_id,
-        row.actor.session,
-        row.captured_at_ms,
-        row.capture_cursor,
-        row.size_bytes,
-        row.citation_count,
-        int(row.has_attestation),
-        json.dumps(list(row.secret_categories)),
-        int(row.adjudication),
-        row.record_id,
-        row.trust_class,
-        json.dumps(list(row.review_reasons)),
-    )
-
-
-def _record_values(row: RecordRow) -> tuple[Any, ...]:
-    return (
-        row.record_id,
-        row.scope.tenant,
-        row.scope.workspace,
-        row.candidate_id,
-        row.state,
-        row.payload_digest,
-        row.valid_from_ms,
-        row.valid_to_ms,
-        row.expires_at_ms,
-        row.admitted_at_ms,
-        row.state_cursor,
-        row.actor.principal,
-        row.actor.agent_id,
-        row.actor.session,
-        row.captured_at_ms,
-        row.trust_class,
-        row.superseded_by,
-    )
-
-
-def _idempotency_values(row: IdempotencyRow) -> tuple[Any, ...]:
-    return (
-        row.scope.tenant,
-        row.scope.workspace,
-        row.principal,
-        row.key,
-        row.tool,
-        row.operation_digest,
-        row.target,
-        compact_json(row.response),
-        row.created_at_ms,
-    )

@@ -9,7 +9,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from engram_memory.engine.ports.store import Actor, CandidateRow, ConfirmationRow, JournalEvent, RecordRow, Scope
+from engram_memory.engine.ports.store import (
+    Actor,
+    CandidateRow,
+    ConfirmationRow,
+    IdempotencyRow,
+    JournalEvent,
+    RecordRow,
+    Scope,
+)
 
 EVENT_COLUMNS = "cursor, event_id, kind, at_ms, body, prev_digest, event_digest, affects_records"
 CANDIDATE_COLUMNS = (
@@ -22,6 +30,7 @@ RECORD_COLUMNS = (
     " expires_at_ms, admitted_at_ms, state_cursor, principal, agent_id, session, captured_at_ms, trust_class,"
     " superseded_by"
 )
+IDEMPOTENCY_COLUMNS = "tenant, workspace, principal, idem_key, tool, operation_digest, target, response, created_at_ms"
 CONFIRMATION_COLUMNS = (
     "confirmation_id, tenant, workspace, principal, agent_id, session, tool, target, operation_digest,"
     " reason_ref, summary, status, requested_at_ms, decided_at_ms, decided_by, approval_expires_at_ms,"
@@ -104,4 +113,67 @@ def confirmation_row(row: Sequence[Any]) -> ConfirmationRow:
         decided_by=row[14],
         approval_expires_at_ms=row[15],
         consumed_at_ms=row[16],
+    )
+
+
+def candidate_values(row: CandidateRow) -> tuple[Any, ...]:
+    """The row in CANDIDATE_COLUMNS' order, as every store writes it."""
+    return (
+        row.candidate_id,
+        row.scope.tenant,
+        row.scope.workspace,
+        row.state,
+        row.payload_digest,
+        row.evidence_digest,
+        row.actor.principal,
+        row.actor.agent_id,
+        row.actor.session,
+        row.captured_at_ms,
+        row.capture_cursor,
+        row.size_bytes,
+        row.citation_count,
+        int(row.has_attestation),
+        json.dumps(list(row.secret_categories)),
+        int(row.adjudication),
+        row.record_id,
+        row.trust_class,
+        json.dumps(list(row.review_reasons)),
+    )
+
+
+def record_values(row: RecordRow) -> tuple[Any, ...]:
+    """The row in RECORD_COLUMNS' order."""
+    return (
+        row.record_id,
+        row.scope.tenant,
+        row.scope.workspace,
+        row.candidate_id,
+        row.state,
+        row.payload_digest,
+        row.valid_from_ms,
+        row.valid_to_ms,
+        row.expires_at_ms,
+        row.admitted_at_ms,
+        row.state_cursor,
+        row.actor.principal,
+        row.actor.agent_id,
+        row.actor.session,
+        row.captured_at_ms,
+        row.trust_class,
+        row.superseded_by,
+    )
+
+
+def idempotency_values(row: IdempotencyRow) -> tuple[Any, ...]:
+    """The row in IDEMPOTENCY_COLUMNS' order."""
+    return (
+        row.scope.tenant,
+        row.scope.workspace,
+        row.principal,
+        row.key,
+        row.tool,
+        row.operation_digest,
+        row.target,
+        compact_json(row.response),
+        row.created_at_ms,
     )

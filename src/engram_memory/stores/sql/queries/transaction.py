@@ -34,11 +34,14 @@ from engram_memory.stores.sql.queries.vectors import VectorQueries
 from engram_memory.stores.sql.rows import (
     CANDIDATE_COLUMNS,
     EVENT_COLUMNS,
+    IDEMPOTENCY_COLUMNS,
     RECORD_COLUMNS,
     candidate_row,
-    compact_json,
+    candidate_values,
     event_row,
+    idempotency_values,
     record_row,
+    record_values,
 )
 
 LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
@@ -107,27 +110,7 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         self._db.execute(
             f"INSERT INTO candidates ({CANDIDATE_COLUMNS})"  # noqa: S608
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                row.candidate_id,
-                row.scope.tenant,
-                row.scope.workspace,
-                row.state,
-                row.payload_digest,
-                row.evidence_digest,
-                row.actor.principal,
-                row.actor.agent_id,
-                row.actor.session,
-                row.captured_at_ms,
-                row.capture_cursor,
-                row.size_bytes,
-                row.citation_count,
-                int(row.has_attestation),
-                json.dumps(list(row.secret_categories)),
-                int(row.adjudication),
-                row.record_id,
-                row.trust_class,
-                json.dumps(list(row.review_reasons)),
-            ),
+            candidate_values(row),
         )
 
     def get_candidate(self, scope: Scope, candidate_id: str) -> CandidateRow | None:
@@ -170,25 +153,7 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         self._db.execute(
             f"INSERT INTO records ({RECORD_COLUMNS})"  # noqa: S608
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                row.record_id,
-                row.scope.tenant,
-                row.scope.workspace,
-                row.candidate_id,
-                row.state,
-                row.payload_digest,
-                row.valid_from_ms,
-                row.valid_to_ms,
-                row.expires_at_ms,
-                row.admitted_at_ms,
-                row.state_cursor,
-                row.actor.principal,
-                row.actor.agent_id,
-                row.actor.session,
-                row.captured_at_ms,
-                row.trust_class,
-                row.superseded_by,
-            ),
+            record_values(row),
         )
 
     def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
@@ -383,19 +348,8 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
     def put_idempotency(self, row: IdempotencyRow) -> None:
         self._enter_tenant(row.scope.tenant)
         self._db.execute(
-            "INSERT INTO idempotency (tenant, workspace, principal, idem_key, tool, operation_digest, target,"
-            " response, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                row.scope.tenant,
-                row.scope.workspace,
-                row.principal,
-                row.key,
-                row.tool,
-                row.operation_digest,
-                row.target,
-                compact_json(row.response),
-                row.created_at_ms,
-            ),
+            f"INSERT INTO idempotency ({IDEMPOTENCY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+            idempotency_values(row),
         )
 
     # -- audit -----------------------------------------------------------------------------
