@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram_memory.engine.recall.text import STOP_WORDS, fold, query_terms, stem, tokenize, words
+from engram_memory.engine.recall.text import STOP_WORDS, _runs, fold, query_terms, stem, tokenize, words
 
 TOKEN_RE = re.compile(r"^[^\W_]+$")
 
@@ -217,6 +217,14 @@ def test_tokens_are_casefolded_alphanumerics_when_text_is_arbitrary(text: str) -
         assert token.casefold() == token
     for term in query_terms(text):
         assert TOKEN_RE.match(term)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.text(st.characters(max_codepoint=127))))
+def test_tokens_are_the_stemmed_words_when_text_has_no_cjk_run(text: str) -> None:
+    # tokenize takes a shortcut for ASCII text; it must cut exactly as the general path does.
+    if not any(cjk for _, cjk in _runs(text)):
+        assert tokenize(text) == [stem(word) for word in words(text)]
 
 
 @settings(max_examples=300, deadline=None)

@@ -73,6 +73,8 @@ _FTS5_SEPARATORS = "\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3"
 # One regex for all word splitting: a run of CJK letters (group 1), or a run of other letters/digits.
 # ``[^\W_]`` is "alphanumeric", so underscore and every punctuation/symbol/mark separate words.
 _WORD_RE = re.compile(rf"((?:(?=\w)[{_CJK}])+)|[^\W_{_CJK}{_FTS5_SEPARATORS}]+")
+# The same words in text without a CJK character, where the first alternative of _WORD_RE cannot match.
+_PLAIN_WORD_RE = re.compile(rf"[^\W_{_CJK}{_FTS5_SEPARATORS}]+")
 _HAN_RE = re.compile(f"[{_HAN}]")
 _CJK_CHAR_RE = re.compile(f"[{_CJK}]")
 
@@ -165,7 +167,11 @@ def fold(text: str) -> str:
 
 def _runs(text: str) -> list[tuple[str, bool]]:
     """The folded text's words in order, each flagged when it is a CJK run."""
-    return [(match[0], bool(match[1])) for match in _WORD_RE.finditer(fold(text))]
+    return _folded_runs(fold(text))
+
+
+def _folded_runs(folded: str) -> list[tuple[str, bool]]:
+    return [(match[0], bool(match[1])) for match in _WORD_RE.finditer(folded)]
 
 
 def words(text: str) -> list[str]:
@@ -207,7 +213,10 @@ def _tokens(runs: list[tuple[str, bool]]) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """Index-side tokens: stop words stay, so field lengths (and BM25 length normalisation) stay honest."""
-    return _tokens(_runs(text))
+    folded = fold(text)
+    if folded.isascii():  # most notes: no CJK run to cut, so no per-word flags to carry
+        return [stem(word) for word in _PLAIN_WORD_RE.findall(folded)]
+    return _tokens(_folded_runs(folded))
 
 
 def subject(tokens: Sequence[str]) -> str:

@@ -8,8 +8,7 @@ behind it and what is logged are decided in one place; a block whose failure mea
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import TracebackType
 
 from engram_memory.contract.errors import ErrorCode
@@ -38,7 +37,6 @@ class Faults:
             return TransientConflict()
         return StoreError(code, fault)
 
-    @contextmanager
     def translated(
         self,
         code: ErrorCode = ErrorCode.STORE_UNAVAILABLE,
@@ -46,22 +44,48 @@ class Faults:
         undo: Callable[[], None] | None = None,
         failed: str | None = None,
         conflicts_rerun: bool = False,
-    ) -> Iterator[None]:
+    ) -> Translated:
         """A driver error inside becomes StoreError `code`, after `undo` ran and `failed` was logged
         with the error's type (never its text, which may quote a row)."""
-        try:
-            yield
-        except self.errors as exc:
-            if undo is not None:
-                undo()
-            if failed is not None:
-                logger.error("%s: %s", failed, type(exc).__name__)
-            raise self.error(exc, code, conflicts_rerun=conflicts_rerun) from exc
+        return Translated(self, code, undo, failed, conflicts_rerun)
 
     def ignored(self, *, undo: Callable[[], None] | None = None, failed: str | None = None) -> Ignored:
         """For work whose failure is answered otherwise (a sweep later, False): a driver error inside
         ends the block quietly, after `undo` ran and `failed` was logged."""
         return Ignored(self.errors, undo, failed)
+
+
+class Translated:
+    """A class, not a generator: every store call enters one, and a generator's context costs a write
+    several times as much for nothing."""
+
+    __slots__ = ("_code", "_conflicts_rerun", "_failed", "_faults", "_undo")
+
+    def __init__(
+        self,
+        faults: Faults,
+        code: ErrorCode,
+        undo: Callable[[], None] | None,
+        failed: str | None,
+        conflicts_rerun: bool,
+    ) -> None:
+        self._faults = faults
+        self._code = code
+        self._undo = undo
+        self._failed = failed
+        self._conflicts_rerun = conflicts_rerun
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc is None or not isinstance(exc, self._faults.errors):
+            return
+        if self._undo is not None:
+            self._undo()
+        if self._failed is not None:
+            logger.error("%s: %s", self._failed, type(exc).__name__)
+        raise self._faults.error(exc, self._code, conflicts_rerun=self._conflicts_rerun) from exc
 
 
 class Ignored:
