@@ -429,7 +429,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         if options.store == "sqlite":
             init_home(paths)
         else:
-            init_home(paths, options.store, app_role=options.app_role)
+            init_home(paths, options.store, app_role=options.app_role, vault=options.vault)
         stored, ingest_s = ingest(paths, corpus, options.records, options.workspaces, semantic, options.batch)
         rss_after_ingest = peak_rss_mb()
         local = in_process(paths, corpus, stored, options.ops, semantic)
@@ -478,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default="sqlite", help="sqlite, or a postgresql:// URL of an empty database")
     parser.add_argument(
         "--app-role", help="with --store postgresql://…: the runtime role `serve` answers agent calls as"
+    )
+    parser.add_argument(
+        "--vault", help="with --store postgresql://…: a postgresql:// URL of an empty database for the key vault"
     )
     parser.add_argument("--channels", choices=["lexical", "hybrid"], default="lexical")
     parser.add_argument(
