@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint unit reliability docs format clean
+.PHONY: demo test test-slow lint unit reliability docs format clean system-packages
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,17 +22,21 @@ lint: $(STAMP)
 
 # Two workers (pytest-xdist): each has its own PostgreSQL cluster and template home; worksteal evens out
 # the long tests at the end.
-unit: $(STAMP)
+unit: $(STAMP) system-packages
 	$(BIN)/pytest -n 2 --dist worksteal
+
+# PostgreSQL's server binaries and Chromium with chromedriver, from apt when missing.
+system-packages:
+	bash .ci/system-packages
 
 test: lint unit
 
 # The stress tests at full size (marked `slow`; their short forms run in `unit`).
-test-slow: $(STAMP)
+test-slow: $(STAMP) system-packages
 	$(BIN)/pytest -m slow
 
 # Issue 14's adversarial suite at its full size, then its summary table (a short form runs in `unit`).
-reliability: $(STAMP)
+reliability: $(STAMP) system-packages
 	rm -f .reliability.jsonl
 	ENGRAM_RELIABILITY=full ENGRAM_RELIABILITY_REPORT=.reliability.jsonl $(BIN)/pytest tests/reliability tests/mcp/test_multiprocess.py
 	$(BIN)/python -m tests.reliability.summary .reliability.jsonl

@@ -2,7 +2,7 @@
 
 `initdb` refuses root, and CI runs as root: the cluster then runs as the `postgres` OS user. The
 server binaries come from ENGRAM_PG_BIN, `pg_config --bindir`, or /usr/lib/postgresql/*/bin. A
-missing server is a failure, never a skip: CI installs it (see .ci/run).
+missing server is a failure, never a skip: `make test` installs it (see .ci/system-packages).
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ def server_bindir() -> Path:
     for folder in candidates:
         if folder and (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():
             return Path(folder)
-    raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) are not installed: run .ci/run or install them")
+    raise RuntimeError(
+        "PostgreSQL server binaries (initdb, pg_ctl) are not installed: run .ci/system-packages or install them"
+    )
 
 
 class PostgresCluster:

@@ -1,7 +1,8 @@
 """The real console process and Debian's Chromium, headless, driven by Selenium with the system chromedriver.
 
-Nothing is downloaded: the browser and its driver are the Debian packages `.ci/run` installs. Their
-absence fails the browser tests (it is never a skip), as a missing PostgreSQL fails the store's tests.
+Nothing is downloaded: the browser and its driver are the Debian packages `make test` installs
+(.ci/system-packages). Their absence fails the browser tests (it is never a skip), as a missing PostgreSQL
+fails the store's tests.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def console_process(home: Path, stderr: list[str] | None = None) -> Iterator[str
 
 @contextmanager
 def chromium() -> Iterator[WebDriver]:
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "install Debian's chromium and chromium-driver (.ci/run does)"
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), (
+        "install Debian's chromium and chromium-driver (make test does: .ci/system-packages)"
+    )
     options = Options()
     options.binary_location = str(CHROMIUM)
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
