@@ -10,6 +10,7 @@ from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.store import JournalEvent, SealedBody, Store, StoreTx
 from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.engine.recall.text import tokenizer_id
+from engram_memory.stores.sql.queries.transaction import ENDED_OWNERS_CHUNK
 from tests.stores.builders import (
     AT_MS,
     SCOPE_A,
@@ -140,6 +141,21 @@ def test_bodies_round_trip_are_destroyed_once_and_stay_in_their_scope(store: Sto
     with store.read() as tx:
         assert tx.get_body(SCOPE_A, "cand_1") is None
         assert tx.ended_owners(["cand_1", "cand_unknown"]) == {"cand_1"}
+
+
+def test_ended_owners_answers_for_more_ids_than_one_statement_takes(store: Store) -> None:
+    body = SealedBody(nonce=bytes(12), ciphertext=b"sealed")
+    owners = [f"cand_{n:05d}" for n in range(ENDED_OWNERS_CHUNK * 2 + 7)]
+    with store.write() as tx:
+        for n, owner in enumerate(owners):
+            tx.insert_candidate(candidate(SCOPE_A if n % 2 else SCOPE_B, owner))
+            if n % 3:
+                tx.put_body(SCOPE_A if n % 2 else SCOPE_B, owner, body)
+    ended = {owner for n, owner in enumerate(owners) if n % 3 == 0}
+    asked = [*reversed(owners), *owners[:10], "cand_unknown"]  # any order, repeats, an owner never seen
+    with store.read() as tx:
+        assert tx.ended_owners(asked) == ended
+        assert tx.ended_owners([]) == set()
 
 
 # -- the lexical index -------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from engram_memory.engine.deps import Deps
 from engram_memory.engine.host_front import HostFront
 from engram_memory.engine.lifecycle import withdraw_forget as removal
 from engram_memory.engine.lifecycle.gate import ConfirmationError, approve, deny, effective_status
+from engram_memory.engine.lifecycle.housekeeping import KeySweep
 from engram_memory.engine.ports.store import AuditRow, Clock, ConfirmationRow, KeyRing, KeyVault, Scope, Store
 from engram_memory.engine.recall import reindex
 from engram_memory.engine.recall import search_and_get as recall
@@ -124,6 +125,7 @@ class Engine(HostFront):
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
+        self.key_sweep = KeySweep()
 
     def _mac(self, value: Any) -> str:
         data = _AUDIT_ENCODER.encode(value)

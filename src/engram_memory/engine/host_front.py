@@ -20,7 +20,7 @@ from engram_memory.engine.admission.review import CandidateView, ReviewDecision
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.lifecycle import host_transitions
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, RecordDetails, Transition
-from engram_memory.engine.lifecycle.housekeeping import sweep_ended_keys
+from engram_memory.engine.lifecycle.housekeeping import KeySweep
 from engram_memory.engine.lifecycle.shredded import Settled, settle_shredded
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.operations import StateCount
@@ -57,6 +57,7 @@ class HostFront:
     """Mixed into `Engine`; `deps` is the engine's."""
 
     deps: Deps
+    key_sweep: KeySweep
 
     # -- records: the host's lifecycle transitions -----------------------------------------------
     def dispute(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
@@ -126,12 +127,13 @@ class HostFront:
         return verify_store(self.deps, full=full)
 
     def housekeep(self) -> tuple[list[Transition], int]:
-        """Automatic expiry, the sweep of data keys whose body already ended, then the physical erasure.
+        """Automatic expiry, a bounded slice of the sweep of data keys whose body already ended, then the
+        physical erasure.
 
         Returns (records expired, data keys swept). Raises ContractError STORE_UNAVAILABLE.
         """
         expired = self.expire_due()
-        swept = sweep_ended_keys(self.deps)
+        swept = self.key_sweep.run(self.deps)
         self.deps.store.erase_physically()
         return expired, swept
 

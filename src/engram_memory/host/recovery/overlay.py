@@ -86,9 +86,13 @@ class RestoringVault:
     def issued(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
         return self._home.issued(limit)
 
-    def owners_created_before(self, at_ms: int) -> list[str]:
-        carried = {owner for owner, held in self._keys.items() if held.created_at_ms < at_ms}
-        return sorted((carried - self._destroyed_now) | set(self._home.owners_created_before(at_ms)))
+    def owners_created_before(self, at_ms: int, *, after: str = "", limit: int | None = None) -> list[str]:
+        carried = {owner for owner, held in self._keys.items() if held.created_at_ms < at_ms and owner > after}
+        home = self._home.owners_created_before(at_ms, after=after, limit=limit)
+        owners = sorted((carried - self._destroyed_now) | set(home))
+        if limit is not None and len(home) == limit:
+            owners = [owner for owner in owners if owner <= home[-1]]  # the home's next page may sort between
+        return owners if limit is None else owners[:limit]
 
     def close(self) -> None:
         """The home's vault belongs to the restore, which closes it."""

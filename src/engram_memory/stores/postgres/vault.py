@@ -242,11 +242,12 @@ class PostgresKeyVault:
             rows = db.execute("SELECT owner_id FROM shredded WHERE owner_id = ANY (?)", (list(owner_ids),)).fetchall()
         return {str(row[0]) for row in rows}
 
-    def owners_created_before(self, at_ms: int) -> list[str]:
-        # Host path (housekeeping, verify): across tenants.
+    def owners_created_before(self, at_ms: int, *, after: str = "", limit: int | None = None) -> list[str]:
+        # Host path (housekeeping, verify): across tenants, a page at a time in owner order.
         with self._tx() as db:
             rows = db.execute(
-                "SELECT owner_id FROM data_keys WHERE created_at_ms < ? ORDER BY owner_id", (at_ms,)
+                "SELECT owner_id FROM data_keys WHERE created_at_ms < ? AND owner_id > ? ORDER BY owner_id LIMIT ?",
+                (at_ms, after, limit),
             ).fetchall()
         return [str(row[0]) for row in rows]
 

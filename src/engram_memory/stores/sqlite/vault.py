@@ -180,10 +180,11 @@ class SQLiteKeyVault:
                     found.add(owner_id)
         return found
 
-    def owners_created_before(self, at_ms: int) -> list[str]:
+    def owners_created_before(self, at_ms: int, *, after: str = "", limit: int | None = None) -> list[str]:
         with self._lock, SQLITE.translated():
             rows = self._db.execute(
-                "SELECT owner_id FROM data_keys WHERE created_at_ms < ? ORDER BY owner_id", (at_ms,)
+                "SELECT owner_id FROM data_keys WHERE created_at_ms < ? AND owner_id > ? ORDER BY owner_id LIMIT ?",
+                (at_ms, after, -1 if limit is None else limit),
             ).fetchall()
         return [str(row[0]) for row in rows]
 

@@ -46,6 +46,8 @@ from engram_memory.stores.sql.rows import (
 
 LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
 
+ENDED_OWNERS_CHUNK = 500  # owner ids per statement: twice this many parameters, under SQLite's limit
+
 
 class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQueries, VectorQueries):
     """One open transaction; the store begins and ends it. Subclasses add the full-text index."""
@@ -233,17 +235,21 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         self.destroy_body(scope, owner_id)
 
     def ended_owners(self, owner_ids: Sequence[str]) -> set[str]:
-        # Host housekeeping spans scopes: owner ids are globally unique random ids.
-        ended = set()
-        for owner_id in owner_ids:
-            known = self._db.execute(
-                "SELECT EXISTS (SELECT 1 FROM candidates WHERE candidate_id = ?)"
-                " OR EXISTS (SELECT 1 FROM records WHERE record_id = ?)",
-                (owner_id, owner_id),
-            ).fetchone()[0]
-            body = self._db.execute("SELECT 1 FROM sealed_bodies WHERE owner_id = ?", (owner_id,)).fetchone()
-            if known and body is None:
-                ended.add(owner_id)
+        # Host housekeeping spans scopes: owner ids are globally unique random ids. One statement per
+        # chunk, so a sweep over a large vault costs a few index probes per key, not round trips.
+        ended: set[str] = set()
+        unique = sorted(set(owner_ids))
+        for first in range(0, len(unique), ENDED_OWNERS_CHUNK):
+            chunk = unique[first : first + ENDED_OWNERS_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT candidate_id FROM candidates c WHERE candidate_id IN ({marks})"  # noqa: S608 (only ?s)
+                " AND NOT EXISTS (SELECT 1 FROM sealed_bodies b WHERE b.owner_id = c.candidate_id)"
+                f" UNION SELECT record_id FROM records r WHERE record_id IN ({marks})"
+                " AND NOT EXISTS (SELECT 1 FROM sealed_bodies b WHERE b.owner_id = r.record_id)",
+                (*chunk, *chunk),
+            ).fetchall()
+            ended.update(str(row[0]) for row in rows)
         return ended
 
     # -- lexical index: what both stores keep alike (the index itself is the subclass's) -----------
