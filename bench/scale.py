@@ -250,6 +250,7 @@ def ingest(
                 print(f"  ingested {done:,} ({rate:,.0f}/s)", file=sys.stderr, flush=True)
         if engine.deps.indexer is not None:
             engine.deps.indexer.settle()
+        engine.refresh_statistics()  # as the host's `import` ends
         return stored, time.perf_counter() - started
 
 

@@ -373,6 +373,37 @@ def test_erasure_the_runtime_role_cannot_do_is_finished_by_the_next_owner_proces
         assert db.execute("SELECT count(*) FROM erasure_requests").fetchone() == (0,)
 
 
+def test_refresh_statistics_analyzes_the_tables_as_the_owner_and_is_skipped_by_the_runtime_role(
+    postgres_cluster: PostgresCluster, pg_url: str
+) -> None:
+    def analyzed() -> int:
+        with _owner(postgres_cluster, pg_url) as db:
+            row = db.execute(
+                "SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('records', 'lexical_postings')"
+                " AND last_analyze IS NOT NULL"
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    owner = PostgresStore(pg_url)
+    with owner.write() as tx:
+        event(tx, SCOPE_A)
+        tx.insert_record(record(SCOPE_A, "mem_1"))
+        tx.index_record(SCOPE_A, "mem_1", fields(primary="서울 강남구 words 東京"), tokenizer=TOKENIZER_ID)
+    with _owner(postgres_cluster, pg_url) as db:
+        grant(db, APP_ROLE, STORE_GRANTS)
+    runtime = PostgresStore(postgres_cluster.url(APP_ROLE, _database(pg_url)), run_migrations=False)
+    try:
+        runtime.refresh_statistics()  # the runtime role owns no table: nothing runs, nothing fails
+        assert analyzed() == 0
+    finally:
+        runtime.close()
+    try:
+        owner.refresh_statistics()
+    finally:
+        owner.close()
+    assert analyzed() == 2
+
+
 def _backdate_erasure_requests(db: psycopg.Connection[Any], seconds: float) -> None:
     """Ages the waiting requests as the clock would (the server's clock, which the delay reads)."""
     db.execute("UPDATE erasure_requests SET requested_at = requested_at - make_interval(secs => %s)", (seconds,))

@@ -137,6 +137,10 @@ class HostFront:
         self.deps.store.erase_physically()
         return expired, swept
 
+    def refresh_statistics(self) -> None:
+        """What the host's import runs at its end: see Store.refresh_statistics."""
+        self.deps.store.refresh_statistics()
+
     def erase_now(self) -> bool:
         """The erasure step an operator runs: forgotten text leaves the store's live files now, not after
         the server store's compaction delay. False when an older snapshot held it back (run it again)."""

@@ -195,6 +195,7 @@ def import_memories(
             for outcome in engine.import_memories(binding, items):
                 _count(report, outcome.captured, outcome.admitted)
         progress(len(batch))
+    engine.refresh_statistics()  # the searches after a large import are planned for its size
     return report
 
 

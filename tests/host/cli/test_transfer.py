@@ -11,6 +11,7 @@ from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli
 from tests.support.homes import bind, engine_for
 from tests.support.inprocess import InProcessAgent
+from tests.support.raw import raw_store
 
 ERROR = "engram-memory: error: "
 TEXTS = ("The kestrel gateway drains before deploys.", "데이터베이스를 매일 밤 백업한다.", "部署前先排空网关。")
@@ -138,6 +139,20 @@ def test_a_folder_of_markdown_notes_imports_one_memory_a_note(paths: HostPaths, 
         )
     )
     assert found[0]["text"] == "회의는 매주 월요일 오전 10시에 한다."
+
+
+def test_an_import_ends_with_the_planner_statistics_brought_up_to_date(paths: HostPaths, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n, text in enumerate((*TEXTS, "東京の会議は毎週火曜日に開く。")):
+        (notes / f"note-{n}.md").write_text(text + "\n", encoding="utf-8")
+    _ok(cli("import", notes, "--tenant", "tenant-a", "--workspace", "notes", "--json", "--home", paths.home))
+    with raw_store(paths) as db:
+        if db.is_postgres:
+            analysed = db.count("pg_stat_user_tables", "relname = 'records' AND last_analyze IS NOT NULL")
+        else:  # PRAGMA optimize analysed what the import's statements used
+            analysed = db.count("sqlite_master", "name = 'sqlite_stat1'")
+    assert analysed == 1
 
 
 def test_import_refuses_a_file_that_is_not_memories_in_one_line(paths: HostPaths, tmp_path: Path) -> None:

@@ -214,6 +214,12 @@ class Store(Protocol):
         `now` does not wait for it."""
         ...
 
+    def refresh_statistics(self) -> None:
+        """After a bulk import: the query planner's statistics brought up to the store's new size, so the
+        next searches are planned for it at once rather than after the database's own background pass.
+        Best effort (a role that may not is a no-op); it changes no answer."""
+        ...
+
     @property
     def index_name(self) -> str: ...
 

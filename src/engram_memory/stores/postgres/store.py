@@ -275,6 +275,21 @@ class PostgresStore:
             self._pool.putconn(connection)
         return False
 
+    def refresh_statistics(self) -> None:
+        """ANALYZE, as PostgreSQL's guide to populating a database advises after a bulk load: until
+        autovacuum gets to it, a table filled by an import is planned with its old, small statistics."""
+        if not self._may_vacuum:
+            return
+        try:
+            connection = self._checkout()
+        except ContractError:
+            return
+        try:
+            with POSTGRES.ignored(failed="analyze failed"):
+                PsycopgConnection(connection, self._tracer).execute("ANALYZE")
+        finally:
+            self._pool.putconn(connection)
+
     # -- host path ----------------------------------------------------------------------------
     @contextmanager
     def inspect(self) -> Iterator[PostgresSnapshot]:

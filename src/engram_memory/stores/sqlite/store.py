@@ -244,6 +244,12 @@ class SQLiteStore:
             self._erasure_pending = row is None or row[0] != 0
             return not self._erasure_pending
 
+    def refresh_statistics(self) -> None:
+        """`PRAGMA optimize`, which SQLite's documentation advises after a schema's tables changed much:
+        it runs ANALYZE only on the tables whose statistics it judges stale."""
+        with self._lock, SQLITE.ignored():
+            self._db.execute("PRAGMA optimize")
+
     def holds_data(self) -> bool:
         """Whether any scope has a journal: such a store must never get fresh keys."""
         with self.read() as tx:
