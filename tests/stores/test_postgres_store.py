@@ -380,7 +380,7 @@ def test_refresh_statistics_analyzes_the_tables_as_the_owner_and_is_skipped_by_t
         with _owner(postgres_cluster, pg_url) as db:
             row = db.execute(
                 "SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('records', 'lexical_postings')"
-                " AND last_analyze IS NOT NULL"
+                " AND last_analyze IS NOT NULL AND last_vacuum IS NOT NULL"
             ).fetchone()
         return int(row[0]) if row else 0
 

@@ -149,7 +149,10 @@ def test_an_import_ends_with_the_planner_statistics_brought_up_to_date(paths: Ho
     _ok(cli("import", notes, "--tenant", "tenant-a", "--workspace", "notes", "--json", "--home", paths.home))
     with raw_store(paths) as db:
         if db.is_postgres:
-            analysed = db.count("pg_stat_user_tables", "relname = 'records' AND last_analyze IS NOT NULL")
+            analysed = db.count(
+                "pg_stat_user_tables",
+                "relname = 'records' AND last_analyze IS NOT NULL AND last_vacuum IS NOT NULL",
+            )
         else:  # PRAGMA optimize analysed what the import's statements used
             analysed = db.count("sqlite_master", "name = 'sqlite_stat1'")
     assert analysed == 1
