@@ -27,6 +27,18 @@ def _leave_key_behind(paths: HostPaths, owner_id: str) -> None:
         )
 
 
+def _admitted_with_candidate_keys_left(agent: InProcessAgent, paths: HostPaths, texts: list[str]) -> list[str]:
+    """Admits each text (the candidate's body ends, the record's lives on) and leaves the candidate's key
+    behind; returns the candidates' ids."""
+    ended = []
+    for text in texts:
+        candidate = agent.capture(text)["candidate_id"]
+        agent.admit(candidate)
+        _leave_key_behind(paths, candidate)
+        ended.append(candidate)
+    return ended
+
+
 def test_sweep_destroys_a_key_whose_body_ended(
     agent: InProcessAgent, steered: Engine, paths: HostPaths, clock: ManualClock
 ) -> None:
@@ -62,12 +74,7 @@ def test_each_run_checks_a_bounded_slice_and_the_next_resumes_after_it(
     agent: InProcessAgent, steered: Engine, paths: HostPaths, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(housekeeping, "SWEEP_PAGE", 2)
-    ended = []
-    for n in range(5):
-        candidate = agent.capture(f"Draft {n} (서울 초안 {n}) whose key outlived it.")["candidate_id"]
-        agent.admit(candidate)  # admitted: the candidate's body ended, the record's lives on
-        _leave_key_behind(paths, candidate)
-        ended.append(candidate)
+    ended = _admitted_with_candidate_keys_left(agent, paths, [f"Draft {n} (서울 초안 {n})." for n in range(5)])
     clock.advance(SWEEP_GRACE_MS + 1)
     keys = len(steered.deps.vault.owners_created_before(clock.now_ms()))
     assert keys == 10  # five leftover candidate keys, five live record keys
@@ -90,12 +97,7 @@ def test_a_run_stops_after_its_pages_and_leaves_the_rest_for_later(
     agent: InProcessAgent, steered: Engine, paths: HostPaths, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(housekeeping, "SWEEP_PAGE", 1)
-    ended = []
-    for n in range(3):
-        candidate = agent.capture(f"Draft {n} 草稿 whose key outlived it.")["candidate_id"]
-        agent.admit(candidate)
-        _leave_key_behind(paths, candidate)
-        ended.append(candidate)
+    ended = _admitted_with_candidate_keys_left(agent, paths, [f"Draft {n} 草稿." for n in range(3)])
     clock.advance(SWEEP_GRACE_MS + 1)
     first_page = steered.deps.vault.owners_created_before(clock.now_ms(), limit=2)
     sweep = KeySweep()
