@@ -21,6 +21,7 @@ from engram_memory.engine.ports.faults import StoreError, StoreFault
 from engram_memory.engine.ports.store import SealedBody, StoreTx, TransientConflict
 from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.stores.postgres import store as postgres_store
+from engram_memory.stores.postgres.connection import check_idle_connection
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, VAULT_MIGRATIONS, bundled, migrate
 from engram_memory.stores.postgres.roles import STORE_GRANTS, grant
 from engram_memory.stores.postgres.store import ERASURE_DELAY_S, WRITE_LOCK, PostgresStore, SchemaNotCurrent
@@ -278,12 +279,41 @@ def test_connections_the_server_dropped_are_replaced(postgres_cluster: PostgresC
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (_database(pg_url),)
             )
-        time.sleep(0.2)
+            _wait_until_no_backend_serves(admin, _database(pg_url))
         with store.read() as tx:
             head = tx.head(SCOPE_A)
         assert head is not None and head.cursor == 1
     finally:
         store.close()
+
+
+def _wait_until_no_backend_serves(admin: psycopg.Connection[tuple[object, ...]], database: str) -> None:
+    """A terminated backend has closed its socket once it is gone from pg_stat_activity."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        row = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (database,)).fetchone()
+        if row is not None and row[0] == 0:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the terminated backends did not exit")
+
+
+def test_a_quiet_pooled_connection_is_checked_without_a_round_trip_and_a_dropped_one_is_refused(
+    postgres_cluster: PostgresCluster, pg_url: str
+) -> None:
+    with (
+        psycopg.connect(pg_url, autocommit=True) as connection,
+        postgres_cluster.connect(SUPERUSER, "postgres") as admin,
+    ):
+        connection.execute("SELECT 41")
+        pid = connection.info.backend_pid
+        check_idle_connection(connection)
+        row = admin.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        assert row is not None and row[0] == "SELECT 41"  # the check sent nothing
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        _wait_until_no_backend_serves(admin, _database(pg_url))
+        with pytest.raises(psycopg.OperationalError):
+            check_idle_connection(connection)
 
 
 # -- physical erasure -----------------------------------------------------------------------------------------
