@@ -1,4 +1,4 @@
-"""Several processes, one store: 3 `serve --http` processes, 8 concurrent clients, mixed mutations: 480 in make
+"""Several processes, one store: 3 `serve --http` processes, 8 concurrent clients, mixed mutations: 240 in make
 test, 2,000 in make test-slow, 6,000 in make reliability.
 
 Captures, admissions (some contested by two clients of one scope), withdrawals and forgets through the
@@ -41,8 +41,8 @@ from tests.support.payloads import capture_args, unique_key
 pytestmark = pytest.mark.stdio
 
 SERVERS = 3
-# Mutating calls per client: 8 x 60 = 480 by default (6,000 in make reliability), 8 x 250 = 2,000 in make test-slow.
-CALLS_PER_CLIENT = amount(60, 750)
+# Mutating calls per client: 8 x 30 = 240 by default (6,000 in make reliability), 8 x 250 = 2,000 in make test-slow.
+CALLS_PER_CLIENT = amount(30, 750)
 CALLS_PER_CLIENT_SLOW = 250
 # Eight clients, each with its own binding; three share one scope and two another.
 CLIENT_SCOPES = [

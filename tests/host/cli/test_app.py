@@ -10,6 +10,8 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
 import time
 import tomllib
 from dataclasses import dataclass
@@ -987,3 +989,15 @@ def test_demo_runs_a_scripted_session_to_the_forgotten_record(tmp_path: Path) ->
     assert lines[-2].strip().endswith("0 records: the forgotten memory is gone")
     assert "Traceback" not in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_loads_no_server_until_a_command_serves() -> None:
+    """Every host command starts a new process: the MCP server, the web stack and the console are
+    loaded by `serve`, `console` and `demo` only (they were half of every command's start-up)."""
+    probe = (
+        "import sys, engram_memory.host.cli.app; "
+        "print(sorted(m for m in ('mcp.server', 'uvicorn', 'starlette', 'engram_memory.host.console.app') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "[]"

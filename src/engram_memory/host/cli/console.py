@@ -10,10 +10,12 @@ import typer
 from engram_memory.contract.errors import ContractError
 from engram_memory.host.cli.common import HomeOption, err, fail, say
 from engram_memory.host.compose import HomeError
-from engram_memory.host.console.serve import DEFAULT_PORT, serve_console
 from engram_memory.host.keys.files import KeyFileError
-from engram_memory.host.serve.http import ListenError
 from engram_memory.host.settings import resolve_home
+
+# The console's port, here rather than beside the web app: importing the app (Starlette, uvicorn, the MCP
+# server it shares a listener with) costs every other command half a second of start-up.
+DEFAULT_PORT = 8765
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +30,8 @@ def console(
     home: HomeOption = None,
 ) -> None:
     """Open the host's console on 127.0.0.1: prints a one-time login link, serves until Ctrl-C."""
+    from engram_memory.host.console.serve import serve_console
+    from engram_memory.host.serve.http import ListenError
 
     def announce(url: str) -> None:
         say("engram-memory console: open this link once, in the browser on this machine:")

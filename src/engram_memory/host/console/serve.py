@@ -22,7 +22,6 @@ from engram_memory.host.serve.http_guard import ConnectionGuard, descriptor_budg
 from engram_memory.host.settings import HostPaths
 
 CONSOLE_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 
 
 def login_url(port: int, token: str) -> str:
