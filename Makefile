@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NODE_STAMP := tests/node/node_modules/.installed
 
 .PHONY: demo test test-slow lint unit reliability docs format clean system-packages
 
@@ -22,21 +23,26 @@ lint: $(STAMP)
 
 # Two workers (pytest-xdist): each has its own PostgreSQL cluster and template home; worksteal evens out
 # the long tests at the end.
-unit: $(STAMP) system-packages
+unit: $(STAMP) system-packages $(NODE_STAMP)
 	$(BIN)/pytest -n 2 --dist worksteal
 
-# PostgreSQL's server binaries and Chromium with chromedriver, from apt when missing.
+# PostgreSQL's server binaries, Chromium with chromedriver, and Node with npm, from apt when missing.
 system-packages:
 	bash .ci/system-packages
+
+# The Node tools the tests drive (tests/node/package.json: the o200k tokenizer), from the npm registry.
+$(NODE_STAMP): tests/node/package-lock.json | system-packages
+	npm ci --prefix tests/node --no-audit --no-fund --silent
+	touch $(NODE_STAMP)
 
 test: lint unit
 
 # The stress tests at full size (marked `slow`; their short forms run in `unit`).
-test-slow: $(STAMP) system-packages
+test-slow: $(STAMP) system-packages $(NODE_STAMP)
 	$(BIN)/pytest -m slow
 
 # Issue 14's adversarial suite at its full size, then its summary table (a short form runs in `unit`).
-reliability: $(STAMP) system-packages
+reliability: $(STAMP) system-packages $(NODE_STAMP)
 	rm -f .reliability.jsonl
 	ENGRAM_RELIABILITY=full ENGRAM_RELIABILITY_REPORT=.reliability.jsonl $(BIN)/pytest tests/reliability tests/mcp/test_multiprocess.py
 	$(BIN)/python -m tests.reliability.summary .reliability.jsonl
@@ -51,4 +57,4 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .reliability.jsonl
+	rm -rf $(VENV) tests/node/node_modules .mypy_cache .ruff_cache .pytest_cache .hypothesis .reliability.jsonl

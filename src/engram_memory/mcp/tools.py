@@ -5,8 +5,6 @@ The input schema is the contract's own object, so what is advertised is exactly 
 
 from __future__ import annotations
 
-from typing import Any
-
 import mcp_types as types
 
 from engram_memory.contract.binding import Binding
@@ -75,30 +73,6 @@ _ANNOTATIONS: dict[Tool, types.ToolAnnotations] = {
     ),
 }
 
-ENVELOPE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["ok", "auditId", "redactionClass"],
-    "properties": {
-        "ok": {"type": "boolean"},
-        "auditId": {"type": "string"},
-        "redactionClass": {"const": "high"},
-        "output": {
-            "type": "object",
-            "required": ["schema_version", "value"],
-            "properties": {"schema_version": {"const": 1}, "value": {"type": "object"}},
-        },
-        "error": {
-            "type": "object",
-            "required": ["code", "message", "retriable"],
-            "properties": {
-                "code": {"type": "string"},
-                "message": {"type": "string"},
-                "retriable": {"type": "boolean"},
-            },
-        },
-    },
-}
-
 
 def describe(tool: Tool, purpose_ref: str) -> str:
     if tool is Tool.CAPTURE:
@@ -111,7 +85,11 @@ def describe(tool: Tool, purpose_ref: str) -> str:
 
 
 def tool_definitions(binding: Binding | None) -> list[types.Tool]:
-    """Granted tools only; no binding or no grant means no memory tools at all."""
+    """Granted tools only; no binding or no grant means no memory tools at all.
+
+    No output schema: every tool answers the same envelope, which an output schema could only describe
+    as `value: object`, and it cost every turn 116 tokens a tool (the text block carries the same JSON).
+    """
     if binding is None:
         return []
     return [
@@ -120,7 +98,6 @@ def tool_definitions(binding: Binding | None) -> list[types.Tool]:
             title=tool.short_name.replace("_", " ").capitalize() + " memory",
             description=describe(tool, binding.purpose_ref),
             input_schema=input_schema(tool),
-            output_schema=ENVELOPE_SCHEMA,
             annotations=_ANNOTATIONS[tool],
         )
         for tool in ALL_TOOLS
