@@ -12,7 +12,8 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs
@@ -138,19 +139,29 @@ def _invalid() -> ContractError:
     return ContractError(ErrorCode.INVALID_SCHEMA)
 
 
+def _string_rule(text: str) -> str | None:
+    """Which text rule `text` breaks, if any: UTF-8 (a lone surrogate), U+0000 (PostgreSQL's text
+    cannot hold it, so every store refuses it alike), NFC."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "utf-8"
+    if "\x00" in text:
+        return "no-nul"
+    if not unicodedata.is_normalized("NFC", text):
+        return "nfc"
+    return None
+
+
 def _check_text_and_numbers(value: object) -> bool:
-    """Every string must be valid UTF-8 in NFC without U+0000 (PostgreSQL's text cannot hold it, so
-    every store refuses it alike); every number finite. Keys included. True when some number is a float."""
+    """Every string (keys included) obeys `_string_rule`; every number is finite. True when some number
+    is a float."""
     floats = False
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise _invalid() from exc
-            if "\x00" in item or not unicodedata.is_normalized("NFC", item):
+            if _string_rule(item) is not None:
                 raise _invalid()
         elif isinstance(item, float):
             floats = True
@@ -203,19 +214,118 @@ def validate_arguments(tool: Tool, arguments: object) -> dict[str, Any]:
 
 def check_capture_references(payload: Mapping[str, Any], evidence: Mapping[str, Any]) -> None:
     """The cross-references between tool arguments that a schema cannot express; raises INVALID_SCHEMA."""
+    if _reference_fault(payload, evidence) is not None:
+        raise _invalid()
+
+
+def _reference_fault(payload: Mapping[str, Any], evidence: Mapping[str, Any]) -> str | None:
+    """The JSON pointer of the first broken cross-reference of a schema-valid capture, or None."""
     citation_ids = {citation["citation_id"] for citation in payload["citations"]}
     components = {component["component_id"]: component for component in payload["components"]}
-    for component in payload["components"]:
-        if not set(component["citation_ids"]) <= citation_ids:
-            raise _invalid()
+    for n, component in enumerate(payload["components"]):
+        for m, citation_id in enumerate(component["citation_ids"]):
+            if citation_id not in citation_ids:
+                return f"/payload/components/{n}/citation_ids/{m}"
     primary = components.get(payload["primary_component_id"])
     if primary is None:
-        raise _invalid()
+        return "/payload/primary_component_id"
     event_citation = payload["primary_event"]["citation_id"]
     if event_citation not in citation_ids or event_citation not in primary["citation_ids"]:
-        raise _invalid()
-    if not set(evidence["citation_ids"]) <= citation_ids:
-        raise _invalid()
+        return "/payload/primary_event/citation_id"
+    for m, citation_id in enumerate(evidence["citation_ids"]):
+        if citation_id not in citation_ids:
+            return f"/evidence/citation_ids/{m}"
     valid_time = payload["valid_time"]
     if "t_end" in valid_time and valid_time["t_end"] < valid_time["t"]:
-        raise _invalid()
+        return "/payload/valid_time/t_end"
+    return None
+
+
+# -- where a refused call went wrong, for the agent ---------------------------------------------------
+
+MAX_POINTER_CHARS = 256
+
+
+@dataclass(frozen=True)
+class SchemaFault:
+    """Where arguments broke the contract: an RFC 6901 pointer into them and the rule that failed (a
+    JSON Schema keyword such as `required` or `maxLength`, `utf8-bytes`, `nfc`, `no-nul`, `finite`,
+    `max-bytes`, or `reference` for a capture's cross-references). The error message stays constant;
+    this travels beside the envelope (the MCP result's `_meta`), so an agent can fix the field."""
+
+    pointer: str
+    rule: str
+
+
+def _pointer(path: Iterable[object]) -> str:
+    escaped = (str(part).replace("~", "~0").replace("/", "~1") for part in path)
+    pointer = "".join("/" + part for part in escaped)
+    return pointer if len(pointer) <= MAX_POINTER_CHARS else pointer[: MAX_POINTER_CHARS - 1] + "…"
+
+
+def _text_or_number_fault(value: object) -> SchemaFault | None:
+    stack: list[tuple[tuple[object, ...], object]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            rule = _string_rule(item)
+            if rule is not None:
+                return SchemaFault(_pointer(path), rule)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return SchemaFault(_pointer(path), "finite")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                rule = _string_rule(key) if isinstance(key, str) else None
+                if rule is not None:
+                    return SchemaFault(_pointer(path), rule)  # the key itself has no pointer of its own
+                stack.append(((*path, key), child))
+        elif isinstance(item, list):
+            stack.extend(((*path, n), child) for n, child in enumerate(item))
+    return None
+
+
+def _keyword_fault(error: ValidationError) -> SchemaFault:
+    path = list(error.absolute_path)
+    rule = str(error.validator)
+    instance, wanted = error.instance, error.validator_value
+    if rule == "required" and isinstance(instance, dict) and isinstance(wanted, list):
+        path += [name for name in wanted if name not in instance][:1]
+    elif rule == "additionalProperties" and isinstance(instance, dict):
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        path += [name for name in instance if name not in known][:1]
+    return SchemaFault(_pointer(path), rule.removeprefix("x-"))
+
+
+def schema_fault(tool: Tool, arguments: object) -> SchemaFault | None:
+    """Where `arguments` break `tool`'s contract (text and numbers, size, schema, cross-references); None
+    when they do not. For answers that are already INVALID_SCHEMA or INVALID_DIGEST: it repeats the
+    validation, so it is not for the hot path."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return SchemaFault("", "type")
+    fault = _text_or_number_fault(arguments)
+    if fault is None and _serialized_size_or_none(arguments) is None:
+        fault = SchemaFault("", "type")
+    if fault is not None:
+        return fault
+    if (_serialized_size_or_none(arguments) or 0) > MAX_ARGUMENT_BYTES:
+        return SchemaFault("", "max-bytes")
+    errors = list(_VALIDATORS[tool].iter_errors(arguments))
+    if errors:
+        return _keyword_fault(min(errors, key=_earliest))
+    pointer = _reference_fault(arguments["payload"], arguments["evidence"]) if tool is Tool.CAPTURE else None
+    return None if pointer is None else SchemaFault(pointer, "reference")
+
+
+def _serialized_size_or_none(arguments: Mapping[str, Any]) -> int | None:
+    try:
+        return _serialized_size(arguments)
+    except ContractError:
+        return None
+
+
+def _earliest(error: ValidationError) -> tuple[int, list[str]]:
+    """The error an agent fixes first: the shallowest, then in document order."""
+    path = [str(part) for part in error.absolute_path]
+    return (len(path), path)

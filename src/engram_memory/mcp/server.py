@@ -19,9 +19,10 @@ from mcp.shared.exceptions import MCPError
 
 from engram_memory import __version__
 from engram_memory.contract.binding import Binding
-from engram_memory.contract.errors import ProtocolFault
+from engram_memory.contract.errors import ErrorCode, ProtocolFault
 from engram_memory.contract.schemas import input_schema
 from engram_memory.contract.tools import Tool
+from engram_memory.contract.validate import schema_fault
 from engram_memory.engine.engine import GROUPED_TOOLS, AgentCall, Engine
 from engram_memory.mcp.grouping import CallGroups
 from engram_memory.mcp.tools import INSTRUCTIONS, tool_definitions
@@ -33,13 +34,32 @@ BindingSource = Callable[[ServerRequestContext[Any]], Binding | None]
 CallObserver = Callable[[str, str, float], None]
 
 
-def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
+# The `_meta` key of a refused call's fault: where the arguments broke the contract (contract/validate.py).
+FAULT_META_KEY = "engram-memory/invalid"
+_FAULT_CODES = frozenset({ErrorCode.INVALID_SCHEMA.value, ErrorCode.INVALID_DIGEST.value})
+
+
+def tool_result(envelope: dict[str, Any], meta: dict[str, Any] | None = None) -> types.CallToolResult:
     text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
     return types.CallToolResult(
+        _meta=meta,
         content=[types.TextContent(type="text", text=text)],
         structured_content=envelope,
         is_error=not envelope["ok"],
     )
+
+
+def fault_meta(envelope: Mapping[str, Any], name: str, arguments: object) -> dict[str, Any] | None:
+    """For an INVALID_SCHEMA or INVALID_DIGEST answer, which field failed and by which rule, beside the
+    closed envelope (whose message stays constant): the pointer names only the agent's own arguments."""
+    if envelope["ok"] or envelope["error"]["code"] not in _FAULT_CODES:
+        return None
+    try:
+        tool = Tool(name)
+    except ValueError:
+        return None
+    fault = schema_fault(tool, arguments)
+    return None if fault is None else {FAULT_META_KEY: {"pointer": fault.pointer, "rule": fault.rule}}
 
 
 def tools_off_note(reason: str) -> str:
@@ -89,7 +109,7 @@ def build_server(
         if observe is not None:
             outcome = "ok" if envelope["ok"] else str(envelope["error"]["code"])
             observe(params.name, outcome, time.perf_counter() - started)
-        return tool_result(envelope)
+        return tool_result(envelope, fault_meta(envelope, params.name, params.arguments))
 
     return Server(
         SERVER_NAME,
