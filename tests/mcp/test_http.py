@@ -21,6 +21,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
+from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.settings import HostPaths
 from engram_memory.mcp.http import MAX_REQUEST_BODY_BYTES
 from tests.host.clirun import assert_one_line_failure, cli
@@ -230,12 +231,37 @@ def test_missing_token_trusted_context_unavailable(site: Site, era: str) -> None
 def test_missing_token_http_401_with_bearer_challenge_and_jsonrpc_error(site: Site, era: str) -> None:
     answer = raw_post(site.first.url, LIST_TOOLS, era=era, token=None)
     assert answer.status_code == 401
-    assert answer.headers["www-authenticate"] == 'Bearer realm="engram-memory"'
+    origin = site.first.url.removesuffix("/mcp")
+    metadata_url = f"{origin}/.well-known/oauth-protected-resource/mcp"
+    assert answer.headers["www-authenticate"] == f'Bearer realm="engram-memory", resource_metadata="{metadata_url}"'
     assert answer.json() == {
         "jsonrpc": "2.0",
         "id": None,
         "error": {"code": TRUSTED_CONTEXT_CODE, "message": TRUSTED_CONTEXT_MESSAGE},
     }
+
+
+@pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"])
+def test_protected_resource_metadata_says_the_token_comes_from_the_host_not_oauth(site: Site, path: str) -> None:
+    """RFC 9728: a client that looks for an OAuth flow learns there is none, instead of meeting a 404."""
+    origin = site.first.url.removesuffix("/mcp")
+    answer = httpx2.get(origin + path, timeout=30)
+    assert answer.status_code == 200
+    metadata = answer.json()
+    assert metadata["resource"] == site.first.url
+    assert metadata["bearer_methods_supported"] == ["header"]
+    assert "authorization_servers" not in metadata
+    assert "engram-memory bind" in metadata["resource_name"]
+    assert httpx2.post(origin + path, timeout=30).status_code == 405
+
+
+def _another_audience(paths: HostPaths) -> str:
+    """A binding signed with this host's own key, for another audience than this server."""
+    token = bind(paths).token
+    claims = jwt.decode(token, options={"verify_signature": False})
+    header = jwt.get_unverified_header(token)
+    claims["aud"] = "some-other-service"
+    return jwt.encode(claims, load_signing_key(paths), algorithm="EdDSA", headers={"kid": header["kid"]})
 
 
 def _alg_none(paths: HostPaths) -> str:
@@ -253,6 +279,7 @@ def _tampered(token: str) -> str:
 FORGERIES = {
     "another_hosts_key": lambda site: bind(make_home(site.scratch / f"forger-{unique_word()}")).token,
     "unsigned_alg_none": lambda site: _alg_none(site.paths),
+    "another_audience": lambda site: _another_audience(site.paths),
     "tampered_signature": lambda site: _tampered(site.alice.token),
     "not_a_jwt": lambda _site: "engram-" + unique_word(),
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -89,12 +90,56 @@ def _trusted_context_error_body() -> bytes:
     return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
 
+# RFC 9728: where a client finds what this protected resource accepts.
+RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
+_HOST_VALUE = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
+def _origin(scope: Scope) -> str | None:
+    """`scheme://host[:port]` of the request as its client addressed it, or None for a Host header that is
+    not a plain host name or address (it is echoed in a response header, so nothing else may pass)."""
+    host = next((value.decode("latin-1") for name, value in scope.get("headers", []) if name == b"host"), None)
+    if host is None or _HOST_VALUE.fullmatch(host) is None:
+        return None
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+class ResourceMetadata:
+    """RFC 9728 protected-resource metadata for `/mcp`, naming no authorization server.
+
+    The bearer token is a binding the host issues out of band (`engram-memory bind`); there is no OAuth
+    flow to start. A client that probes for one (Claude Code, the MCP Inspector) reads here that
+    `authorization_servers` is absent and can say so, instead of failing on a 404 from dynamic client
+    registration. The SDK's own metadata model requires an authorization server, so this one is ours.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        origin = _origin(scope)
+        if scope.get("method") not in ("GET", "HEAD") or origin is None:
+            status, body = (405 if origin is not None else 400), b""
+        else:
+            status = 200
+            metadata = {
+                "resource": origin + MCP_PATH,
+                "bearer_methods_supported": ["header"],
+                "resource_name": "engram-memory: send the bearer token your host issued (engram-memory bind); "
+                "there is no OAuth authorization server",
+            }
+            body = json.dumps(metadata, separators=(",", ":")).encode("utf-8")
+        headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
+        if status == 405:
+            headers.append((b"allow", b"GET, HEAD"))
+        headers.append((b"content-length", str(len(body)).encode("ascii")))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body if scope.get("method") != "HEAD" else b""})
+
+
 class RequireBinding:
     """Answers a request without a verified binding before it reaches the MCP transport.
 
-    HTTP 401 with a `WWW-Authenticate: Bearer` challenge, as HTTP authentication requires, and a JSON-RPC
-    body carrying the contract's `-32603 Trusted invocation context unavailable`, which the SDK client
-    surfaces as the request's error.
+    HTTP 401 with a `WWW-Authenticate: Bearer` challenge, as HTTP authentication requires, naming the
+    RFC 9728 metadata (`resource_metadata`), and a JSON-RPC body carrying the contract's `-32603 Trusted
+    invocation context unavailable`, which the SDK client surfaces as the request's error.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -107,6 +152,9 @@ class RequireBinding:
             return
         presented = any(name == b"authorization" for name, _ in scope.get("headers", []))
         challenge = f'Bearer realm="{REALM}"'
+        origin = _origin(scope)
+        if origin is not None:
+            challenge += f', resource_metadata="{origin}{RESOURCE_METADATA_PATH}{MCP_PATH}"'
         if presented:  # RFC 6750 §3.1: only a presented token is "invalid"; a missing one just gets the challenge
             challenge += ', error="invalid_token", error_description="the token is not a binding signed by this host"'
         await send(
@@ -170,5 +218,13 @@ def build_http_app(
         Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(BindingTokenVerifier(check))),
         Middleware(AuthContextMiddleware),
     ]
-    routes: list[BaseRoute] = [Route(MCP_PATH, endpoint=RequireBinding(StreamableHTTPASGIApp(manager))), *extra_routes]
+    metadata = ResourceMetadata()
+    routes: list[BaseRoute] = [
+        Route(MCP_PATH, endpoint=RequireBinding(StreamableHTTPASGIApp(manager))),
+        # RFC 9728 §3.1: the metadata of the resource /mcp sits at the well-known path plus /mcp; some clients
+        # probe the bare well-known path first.
+        Route(RESOURCE_METADATA_PATH + MCP_PATH, endpoint=metadata, methods=["GET", "HEAD"]),
+        Route(RESOURCE_METADATA_PATH, endpoint=metadata, methods=["GET", "HEAD"]),
+        *extra_routes,
+    ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: manager.run())
