@@ -15,6 +15,7 @@ ALLOWED = {
     "mcp": {"contract", "engine", "mcp"},
     "embeddings": {"contract", "engine", "embeddings"},
     "host": {"contract", "engine", "stores", "mcp", "embeddings", "host"},
+    "client": {"client"},
 }
 
 
