@@ -15,6 +15,7 @@ from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import ALL_TOOLS, tool_from_name
 from engram_memory.host.bindings import BindingError, issue_binding, issued_row_of, parse_duration
 from engram_memory.host.cli.common import HomeOption, JsonOption, err, fail, opened_engine, out, warn
+from engram_memory.host.client_config import check_request, client_config
 from engram_memory.host.compose import (
     HomeError,
     current_user,
@@ -98,11 +99,29 @@ def bind(
     trust_class: Annotated[
         str, typer.Option("--trust-class", help="asserted (default), earned or signed: what the host vouches for.")
     ] = "asserted",
+    print_config: Annotated[
+        str | None,
+        typer.Option(
+            "--print-config",
+            help="Print a ready MCP client configuration instead of the bare token: claude-desktop, claude-code, "
+            "vscode or cursor.",
+            metavar="CLIENT",
+        ),
+    ] = None,
+    http_url: Annotated[
+        str | None,
+        typer.Option(
+            "--http", help="With --print-config: connect to this `serve --http` URL (…/mcp) instead of stdio."
+        ),
+    ] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Print one signed binding token on stdout."""
+    """Print one signed binding token on stdout (or, with --print-config, a client configuration using it)."""
     paths = resolve_home(home)
+    refusal = check_request(print_config, http_url, as_json)
+    if refusal is not None:
+        fail(refusal)
     grants: set[str] = set()
     for name in grant or []:
         tool = tool_from_name(name)
@@ -137,6 +156,15 @@ def bind(
             fail(f"the binding could not be recorded: the store is unavailable ({exc.code.value})")
     if not grants:
         warn("the binding grants no tool: the agent will see no memory tools (add --grant TOOL or --all-tools)")
+    if print_config is not None:
+        sys.stdout.write(client_config(print_config, issued.token, paths.home, http_url=http_url) + "\n")
+        err.print(
+            f"engram-memory: token id {b.token_id} (revoke with: engram-memory revoke {b.token_id}),"
+            f" expires {format_instant(b.expires_at_ms)}; the snippet holds the token: keep it out of version control",
+            markup=False,
+            highlight=False,
+        )
+        return
     if as_json:
         payload = {
             "token": issued.token,
