@@ -4,17 +4,14 @@ launched with a real MCP client, which must see the six tools and the bound purp
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 
 from engram_memory.host.client_config import CLIENTS, DESKTOP_OVER_HTTP
 from engram_memory.host.settings import HostPaths
-from mcp import Client, StdioServerParameters
 from tests.host.clirun import assert_one_line_failure, cli
+from tests.support.client_snippets import http_endpoint, stdio_launch, tools_and_purpose
 from tests.support.http_agents import HttpAgent, HttpServer
 
 pytestmark = pytest.mark.stdio
@@ -33,57 +30,20 @@ def _print_config(paths: HostPaths, client: str, *extra: str) -> str:
     return done.stdout
 
 
-def _stdio_launch(client: str, snippet: str) -> tuple[str, list[str], dict[str, str]]:
-    """The command, arguments and environment the client would start, read from its snippet."""
-    if client == "claude-code":
-        words = shlex.split(snippet)
-        assert words[:4] == ["claude", "mcp", "add", "engram-memory"] and words[4] == "--env"
-        name, _, value = words[5].partition("=")
-        command = words[words.index("--") + 1 :]
-        return command[0], command[1:], {name: value}
-    parsed = json.loads(snippet)
-    server: dict[str, Any] = (parsed["servers"] if client == "vscode" else parsed["mcpServers"])["engram-memory"]
-    if client == "vscode":
-        assert server.pop("type") == "stdio"
-    return server["command"], server["args"], server["env"]
-
-
-def _tools_and_purpose(command: str, args: list[str], env: dict[str, str]) -> tuple[set[str], str]:
-    async def main() -> tuple[set[str], str]:
-        async with Client(StdioServerParameters(command=command, args=args, env=env), read_timeout_seconds=60) as c:
-            listed = await c.list_tools()
-            return {tool.name for tool in listed.tools}, listed.tools[0].description or ""
-
-    return anyio.run(main)
-
-
 @pytest.mark.parametrize("client", CLIENTS)
 def test_each_stdio_snippet_launches_a_server_that_serves_the_binding(sqlite_paths: HostPaths, client: str) -> None:
-    command, args, env = _stdio_launch(client, _print_config(sqlite_paths, client))
+    command, args, env = stdio_launch(client, _print_config(sqlite_paths, client))
     assert Path(command).is_absolute() and Path(command).exists()
     assert Path(args[args.index("--home") + 1]) == sqlite_paths.home.resolve()
     assert set(env) == {"ENGRAM_BINDING"}
-    tools, description = _tools_and_purpose(command, args, env)
+    tools, description = tools_and_purpose(command, args, env)
     assert len(tools) == 6 and f'"{PURPOSE}"' in description
-
-
-def _http_endpoint(client: str, snippet: str) -> tuple[str, dict[str, str]]:
-    if client == "claude-code":
-        words = shlex.split(snippet)
-        assert words[:6] == ["claude", "mcp", "add", "--transport", "http", "engram-memory"]
-        name, _, value = words[words.index("--header") + 1].partition(": ")
-        return words[6], {name: value}
-    parsed = json.loads(snippet)
-    server = (parsed["servers"] if client == "vscode" else parsed["mcpServers"])["engram-memory"]
-    if client == "vscode":
-        assert server["type"] == "http"
-    return server["url"], server["headers"]
 
 
 def test_each_http_snippet_reaches_a_running_server_with_its_header(sqlite_paths: HostPaths, tmp_path: Path) -> None:
     with HttpServer(sqlite_paths.home, tmp_path / "serve.log") as server:
         for client in ("claude-code", "vscode", "cursor"):
-            url, headers = _http_endpoint(client, _print_config(sqlite_paths, client, "--http", server.url))
+            url, headers = http_endpoint(client, _print_config(sqlite_paths, client, "--http", server.url))
             assert url == server.url and headers["Authorization"].startswith("Bearer ")
             with HttpAgent(url, None, headers=headers) as agent:
                 assert len(agent.list_tools()) == 6, client
