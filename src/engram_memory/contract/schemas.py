@@ -36,16 +36,22 @@ def text(min_bytes: int, max_bytes: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-def opaque_ref(description: str) -> dict[str, Any]:
-    return text(1, 512, description=description)
+def _described(schema: dict[str, Any], description: str | None) -> dict[str, Any]:
+    return schema if description is None else {**schema, "description": description}
 
 
-def safe_integer(description: str, minimum: int = -MAX_SAFE_INTEGER) -> dict[str, Any]:
-    return {"type": "integer", "minimum": minimum, "maximum": MAX_SAFE_INTEGER, "description": description}
+# Fields that the capture tool's worked example shows (mcp/tools.py) carry no description: every
+# description is paid for in tokens on every turn, and the example says more.
+def opaque_ref(description: str | None = None) -> dict[str, Any]:
+    return _described(text(1, 512), description)
 
 
-def digest_field(description: str) -> dict[str, Any]:
-    return {"type": "string", "pattern": DIGEST_PATTERN, "description": description}
+def safe_integer(description: str | None = None, minimum: int = -MAX_SAFE_INTEGER) -> dict[str, Any]:
+    return _described({"type": "integer", "minimum": minimum, "maximum": MAX_SAFE_INTEGER}, description)
+
+
+def digest_field(description: str | None = None) -> dict[str, Any]:
+    return _described({"type": "string", "pattern": DIGEST_PATTERN}, description)
 
 
 def instant(description: str) -> dict[str, Any]:
@@ -64,15 +70,13 @@ def closed(properties: dict[str, Any], required: list[str], description: str | N
     return schema
 
 
-def ref_list(item: dict[str, Any], max_items: int, description: str, min_items: int = 1) -> dict[str, Any]:
-    return {
-        "type": "array",
-        "minItems": min_items,
-        "maxItems": max_items,
-        "uniqueItems": True,
-        "items": item,
-        "description": description,
-    }
+def ref_list(
+    item: dict[str, Any], max_items: int, description: str | None = None, min_items: int = 1
+) -> dict[str, Any]:
+    return _described(
+        {"type": "array", "minItems": min_items, "maxItems": max_items, "uniqueItems": True, "items": item},
+        description,
+    )
 
 
 IDEMPOTENCY_KEY = text(
@@ -134,10 +138,10 @@ def _get() -> dict[str, Any]:
 
 
 def _capture() -> dict[str, Any]:
-    citation_ids = ref_list(opaque_ref("A citation_id of payload.citations."), 256, "Citations this part rests on.")
+    citation_ids = ref_list(opaque_ref(), 256)
     component = closed(
         {
-            "component_id": opaque_ref("Unique within the payload."),
+            "component_id": opaque_ref(),
             "kind": {"type": "string", "enum": ["context", "decision", "evidence"]},
             "text": text(1, 65_536, description="The knowledge itself. Never secrets, credentials or chat logs."),
             "citation_ids": citation_ids,
@@ -146,16 +150,16 @@ def _capture() -> dict[str, Any]:
     )
     citation = closed(
         {
-            "citation_id": opaque_ref("Unique within the payload."),
-            "source_ref": opaque_ref("What is cited: a document, commit, ticket or URL reference."),
+            "citation_id": opaque_ref(),
+            "source_ref": opaque_ref("A document, commit, ticket or URL reference."),
             "locator": closed(
                 {
-                    "scheme": text(1, 512, description="How to read value, e.g. 'document', 'url', 'line'."),
-                    "value": text(1, 4096, description="Where in the source."),
+                    "scheme": text(1, 512),
+                    "value": text(1, 4096),
                 },
                 ["scheme", "value"],
             ),
-            "content_digest": digest_field("sha256: digest of the cited content."),
+            "content_digest": digest_field(),
             "observed_at": instant("When the source was observed (UTC, milliseconds)."),
         },
         ["citation_id", "source_ref", "locator", "content_digest"],
@@ -166,8 +170,8 @@ def _capture() -> dict[str, Any]:
             "purpose_ref": PURPOSE_REF,
             "valid_time": closed(
                 {
-                    "t": safe_integer("Epoch milliseconds from which the knowledge holds."),
-                    "t_end": safe_integer("Epoch milliseconds it holds until (>= t)."),
+                    "t": safe_integer(),
+                    "t_end": safe_integer("Until (>= t); omit while it stays true."),
                 },
                 ["t"],
             ),
@@ -178,12 +182,12 @@ def _capture() -> dict[str, Any]:
                 "items": component,
                 UNIQUE_BY: "component_id",
             },
-            "primary_component_id": opaque_ref("The component_id of the main component."),
+            "primary_component_id": opaque_ref(),
             "primary_event": closed(
                 {
-                    "at": safe_integer("Epoch milliseconds of the event."),
-                    "type_ref": opaque_ref("What kind of event, e.g. 'event:decision-made'."),
-                    "citation_id": opaque_ref("A citation of both payload.citations and the primary component."),
+                    "at": safe_integer(),
+                    "type_ref": opaque_ref(),
+                    "citation_id": opaque_ref(),
                 },
                 ["at", "type_ref", "citation_id"],
             ),
@@ -205,7 +209,7 @@ def _capture() -> dict[str, Any]:
             "reconciliation": closed(
                 {
                     "family_refs": {
-                        **ref_list(opaque_ref("A reconciliation family."), 64, "Sorted, unique.", min_items=0),
+                        **ref_list(opaque_ref(), 64, "Sorted, unique.", min_items=0),
                         SORTED: True,
                     }
                 },
@@ -224,12 +228,10 @@ def _capture() -> dict[str, Any]:
     )
     evidence = closed(
         {
-            "evidence_ref": opaque_ref("What supports the payload."),
-            "evidence_digest": digest_field("sha256: digest of the evidence."),
-            "citation_ids": ref_list(
-                opaque_ref("A citation_id of payload.citations."), 256, "Citations the evidence covers."
-            ),
-            "attestation": text(1, 4096, description="Optional attestation text, at most 4,096 bytes."),
+            "evidence_ref": opaque_ref(),
+            "evidence_digest": digest_field(),
+            "citation_ids": ref_list(opaque_ref(), 256),
+            "attestation": text(1, 4096),
         },
         ["evidence_ref", "evidence_digest", "citation_ids"],
     )

@@ -5,6 +5,10 @@ The input schema is the contract's own object, so what is advertised is exactly 
 
 from __future__ import annotations
 
+import hashlib
+import json
+from typing import Any
+
 import mcp_types as types
 
 from engram_memory.contract.binding import Binding
@@ -23,36 +27,32 @@ INSTRUCTIONS = (
 
 _DESCRIPTIONS: dict[Tool, str] = {
     Tool.SEARCH: (
-        "Find current memories (accepted records of your workspace) with citations and a rank receipt. "
-        "Zero matches is an empty list. Continue with next_page_cursor and the same query and parameters; "
-        "on STALE_PAGE search again without page_cursor."
+        "Find current memories of your workspace, with citations and a rank receipt; no match is an empty list. "
+        "Page with next_page_cursor and the same arguments; on STALE_PAGE search again without page_cursor."
     ),
     Tool.GET: (
-        "Read one current record by record_id, with a read receipt. NOT_FOUND means unknown, out of scope or "
-        "no longer current (indistinguishable by design): do not probe variants."
+        "Read one current record by record_id. NOT_FOUND means unknown, out of scope or no longer current "
+        "(indistinguishable by design): do not probe variants."
     ),
     Tool.CAPTURE: (
-        "Submit cited knowledge as an encrypted pending candidate. It is not searchable until "
-        "engram_memory_request_admission accepts it, and candidate_id is not a record_id. Every component cites "
-        "at least one citation; valid_time and primary_event.at are epoch milliseconds, and the record is current "
-        "only while now lies in [valid_time.t, valid_time.t_end] (omit t_end for knowledge that stays true). "
-        "Omit retention unless "
-        "told otherwise. Never include secrets, credentials, tokens, passwords, connection strings or .env values."
+        "Submit cited knowledge as an encrypted pending candidate; engram_memory_request_admission decides whether "
+        "it becomes a searchable record (a candidate_id is not a record_id). Every component cites a citation; "
+        "instants are epoch milliseconds; the record is current while now is in [valid_time.t, t_end]. Omit "
+        "retention unless told. Never secrets, credentials, tokens, passwords or .env values."
     ),
     Tool.REQUEST_ADMISSION: (
-        "Ask the host's admission policy to decide a pending candidate: accepted (with record_id), rejected, "
-        "pending_adjudication (a human decides) or duplicate_exact (an identical current record exists; its "
-        "record_id is returned). Report the outcome as it is; never rewrite content to get around a decision."
+        "Ask the host's policy to decide a pending candidate: accepted (with record_id), rejected, "
+        "pending_adjudication (a person decides) or duplicate_exact (the existing record_id). Report the outcome "
+        "as it is; never rewrite content to get around it."
     ),
     Tool.WITHDRAW: (
-        "Withdraw a pending candidate and destroy its data key. Always needs a human's approval: the first call "
-        "answers gate_failed and leaves a request for the host; after approval repeat the identical call with "
-        "the same idempotency_key."
+        "Withdraw a pending candidate and destroy its data key. Needs a person's approval: the first call answers "
+        "gate_failed; once approved, repeat the identical call (same idempotency_key)."
     ),
     Tool.FORGET: (
-        "Forget an admitted record: it becomes terminally ineligible, its data key is destroyed and it is "
-        "purged from every index. Always needs a human's approval: the first call answers gate_failed and "
-        "leaves a request for the host; after approval repeat the identical call with the same idempotency_key."
+        "Forget an admitted record for good: its data key is destroyed and it leaves every index. Needs a person's "
+        "approval: the first call answers gate_failed; once approved, repeat the identical call (same "
+        "idempotency_key)."
     ),
 }
 
@@ -74,13 +74,57 @@ _ANNOTATIONS: dict[Tool, types.ToolAnnotations] = {
 }
 
 
+# One worked example per mutating tool, valid as it stands (a test sends each exactly as the description
+# shows it): agents copy shapes more reliably than they read schemas.
+_EXAMPLE_TEXT = "Deploys freeze on Fridays after 15:00 UTC."
+_EXAMPLE_AT_MS = 1_764_547_200_000  # 2025-12-01T00:00:00Z
+
+
+def capture_example(purpose_ref: str) -> dict[str, Any]:
+    digest = "sha256:" + hashlib.sha256(_EXAMPLE_TEXT.encode("utf-8")).hexdigest()
+    return {
+        "idempotency_key": "capture-release-freeze-0001",
+        "payload": {
+            "schema_version": 2,
+            "purpose_ref": purpose_ref,
+            "valid_time": {"t": _EXAMPLE_AT_MS},
+            "components": [{"component_id": "c1", "kind": "decision", "text": _EXAMPLE_TEXT, "citation_ids": ["s1"]}],
+            "primary_component_id": "c1",
+            "primary_event": {"at": _EXAMPLE_AT_MS, "type_ref": "event:decision-made", "citation_id": "s1"},
+            "citations": [
+                {
+                    "citation_id": "s1",
+                    "source_ref": "wiki:release-policy",
+                    "locator": {"scheme": "document", "value": "#freeze"},
+                    "content_digest": digest,
+                }
+            ],
+        },
+        "evidence": {"evidence_ref": "wiki:release-policy", "evidence_digest": digest, "citation_ids": ["s1"]},
+    }
+
+
+_SHORT_EXAMPLES: dict[Tool, dict[str, str]] = {
+    Tool.REQUEST_ADMISSION: {"candidate_id": "cand_…", "idempotency_key": "admit-release-freeze-0001"},
+    Tool.WITHDRAW: {"candidate_id": "cand_…", "idempotency_key": "withdraw-ops-12-0001", "reason_ref": "ticket:OPS-12"},
+    Tool.FORGET: {"record_id": "mem_…", "idempotency_key": "forget-ops-12-00001", "reason_ref": "ticket:OPS-12"},
+}
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def describe(tool: Tool, purpose_ref: str) -> str:
     if tool is Tool.CAPTURE:
-        tail = f' Your purpose_ref is "{purpose_ref}": pass it exactly as payload.purpose_ref.'
+        tail = (
+            f' Your purpose_ref is "{purpose_ref}" (payload.purpose_ref). Digests: "sha256:" + 64 lowercase hex of '
+            "the cited text. A new idempotency_key per capture. Example: " + _compact(capture_example(purpose_ref))
+        )
     elif tool in (Tool.SEARCH, Tool.GET):
-        tail = f' Your purpose_ref is "{purpose_ref}": pass it exactly as purpose_ref.'
+        tail = f' Your purpose_ref is "{purpose_ref}".'
     else:
-        tail = f' This session is bound to purpose_ref "{purpose_ref}".'
+        tail = f' Session purpose_ref: "{purpose_ref}". Example: ' + _compact(_SHORT_EXAMPLES[tool])
     return _DESCRIPTIONS[tool] + tail
 
 
