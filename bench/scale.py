@@ -43,6 +43,7 @@ from typing import Any
 
 import anyio
 
+from engram_memory.contract.payloads import Citation, one_source_payload
 from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.text import query_terms
 from engram_memory.host.compose import init_home, open_engine, store_settings
@@ -126,22 +127,7 @@ def peak_rss_mb() -> float:
 
 def capture_arguments(text: str, key: str, at_ms: int) -> dict[str, Any]:
     digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-    payload = {
-        "schema_version": 2,
-        "purpose_ref": PURPOSE,
-        "valid_time": {"t": at_ms},
-        "components": [{"component_id": "note", "kind": "evidence", "text": text, "citation_ids": ["src"]}],
-        "primary_component_id": "note",
-        "primary_event": {"at": at_ms, "type_ref": "event:noted", "citation_id": "src"},
-        "citations": [
-            {
-                "citation_id": "src",
-                "source_ref": "notes:scale",
-                "locator": {"scheme": "document", "value": key},
-                "content_digest": digest,
-            }
-        ],
-    }
+    payload = one_source_payload(PURPOSE, text, at_ms, Citation("src", "notes:scale", "document", key, digest))
     evidence = {"evidence_ref": "evidence:scale", "evidence_digest": digest, "citation_ids": ["src"]}
     return {"idempotency_key": key, "payload": payload, "evidence": evidence}
 

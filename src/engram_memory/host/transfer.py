@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engram_memory.contract.payloads import Citation, one_source_payload
 from engram_memory.contract.states import RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.engine import Engine
@@ -146,22 +147,8 @@ def memories_of_notes(folder: Path, purpose: str) -> Iterator[dict[str, Any]]:
             raise TransferError(f"{note} is over {MAX_NOTE_BYTES} bytes: split it into smaller notes")
         at_ms = int(note.stat().st_mtime * 1000)
         relative = note.relative_to(folder).as_posix()
-        yield {
-            "schema_version": 2,
-            "purpose_ref": purpose,
-            "valid_time": {"t": at_ms},
-            "components": [{"component_id": "note", "kind": "evidence", "text": text, "citation_ids": ["file"]}],
-            "primary_component_id": "note",
-            "primary_event": {"at": at_ms, "type_ref": "event:noted", "citation_id": "file"},
-            "citations": [
-                {
-                    "citation_id": "file",
-                    "source_ref": f"file:{relative}"[:512],
-                    "locator": {"scheme": "path", "value": relative[:4096]},
-                    "content_digest": _sha(data),
-                }
-            ],
-        }
+        source = Citation("file", f"file:{relative}"[:512], "path", relative[:4096], _sha(data))
+        yield one_source_payload(purpose, text, at_ms, source)
 
 
 def import_memories(

@@ -12,6 +12,7 @@ from typing import Any
 import mcp_types as types
 
 from engram_memory.contract.binding import Binding
+from engram_memory.contract.payloads import Citation, one_source_payload
 from engram_memory.contract.schemas import input_schema
 from engram_memory.contract.tools import ALL_TOOLS, Tool
 
@@ -82,26 +83,18 @@ _EXAMPLE_AT_MS = 1_764_547_200_000  # 2025-12-01T00:00:00Z
 
 def capture_example(purpose_ref: str) -> dict[str, Any]:
     digest = "sha256:" + hashlib.sha256(_EXAMPLE_TEXT.encode("utf-8")).hexdigest()
-    return {
-        "idempotency_key": "capture-release-freeze-0001",
-        "payload": {
-            "schema_version": 2,
-            "purpose_ref": purpose_ref,
-            "valid_time": {"t": _EXAMPLE_AT_MS},
-            "components": [{"component_id": "c1", "kind": "decision", "text": _EXAMPLE_TEXT, "citation_ids": ["s1"]}],
-            "primary_component_id": "c1",
-            "primary_event": {"at": _EXAMPLE_AT_MS, "type_ref": "event:decision-made", "citation_id": "s1"},
-            "citations": [
-                {
-                    "citation_id": "s1",
-                    "source_ref": "wiki:release-policy",
-                    "locator": {"scheme": "document", "value": "#freeze"},
-                    "content_digest": digest,
-                }
-            ],
-        },
-        "evidence": {"evidence_ref": "wiki:release-policy", "evidence_digest": digest, "citation_ids": ["s1"]},
-    }
+    source = Citation("s1", "wiki:release-policy", "document", "#freeze", digest)
+    payload = one_source_payload(
+        purpose_ref,
+        _EXAMPLE_TEXT,
+        _EXAMPLE_AT_MS,
+        source,
+        kind="decision",
+        component_id="c1",
+        event_type="event:decision-made",
+    )
+    evidence = {"evidence_ref": "wiki:release-policy", "evidence_digest": digest, "citation_ids": ["s1"]}
+    return {"idempotency_key": "capture-release-freeze-0001", "payload": payload, "evidence": evidence}
 
 
 _SHORT_EXAMPLES: dict[Tool, dict[str, str]] = {
