@@ -30,6 +30,7 @@ PASSING = {
     "server-sse-polling",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
+    "prompts-list",
 }
 
 

@@ -61,6 +61,13 @@ class StdioAgent:
     def list_tools(self) -> list[types.Tool]:
         return list(self._portal.call(self._client.list_tools).tools)
 
+    def list_prompts(self) -> list[types.Prompt]:
+        return list(self._portal.call(self._client.list_prompts).prompts)
+
+    def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> types.GetPromptResult:
+        """Raises mcp.shared.exceptions.MCPError for an unknown prompt or argument."""
+        return self._portal.call(self._client.get_prompt, name, arguments)
+
     def raw_call(self, tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Raises mcp.shared.exceptions.MCPError for protocol errors."""
         return self._portal.call(self._client.call_tool, tool, arguments)

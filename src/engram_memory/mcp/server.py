@@ -25,6 +25,7 @@ from engram_memory.contract.tools import Tool
 from engram_memory.contract.validate import schema_fault
 from engram_memory.engine.engine import GROUPED_TOOLS, AgentCall, Engine
 from engram_memory.mcp.grouping import CallGroups
+from engram_memory.mcp.guide import GUIDE_PROMPT, PROMPT, guide
 from engram_memory.mcp.tools import INSTRUCTIONS, tool_definitions
 
 SERVER_NAME = "engram-memory"
@@ -92,6 +93,20 @@ def build_server(
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tool_definitions(binding_source(ctx)))
 
+    async def list_prompts(
+        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[PROMPT])
+
+    async def get_prompt(
+        _ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        language = (params.arguments or {}).get("language")
+        answer = guide(language) if params.name == GUIDE_PROMPT else None
+        if answer is None:
+            raise MCPError(code=types.INVALID_PARAMS, message="Unknown prompt or language")
+        return answer
+
     groups = CallGroups(engine)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -118,5 +133,7 @@ def build_server(
         title="Engram memory",
         instructions=INSTRUCTIONS if tools_off is None else f"{INSTRUCTIONS} {tools_off_note(tools_off)}",
         on_list_tools=list_tools,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
         on_call_tool=call_tool,
     )

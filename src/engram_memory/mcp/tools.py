@@ -23,7 +23,8 @@ INSTRUCTIONS = (
     "a capture is a pending draft until request_admission accepts it. The host binds your tenant, workspace, "
     "principal and purpose: never pass them. Act on error.code and error.retriable, never on the message. "
     "withdraw and forget always need a human's approval through the host: on gate_failed, tell the user and "
-    "retry the identical call with the same idempotency_key once they approved it."
+    "retry the identical call with the same idempotency_key once they approved it. The whole guide: the "
+    "memory_guide prompt."
 )
 
 _DESCRIPTIONS: dict[Tool, str] = {

@@ -1,0 +1,85 @@
+# ruff: noqa: RUF001 - Chinese and Japanese text carries full-width punctuation on purpose
+"""The agent guide as an MCP prompt (`memory_guide`): when to remember, search first, admission is asked
+for, never secrets. In the four languages the server searches; a client shows it to its user or puts it
+in the model's context on request, so it costs no tokens on turns that do not ask for it."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+GUIDE_PROMPT = "memory_guide"
+LANGUAGES = ("en", "ko", "zh", "ja")
+
+GUIDES: dict[str, str] = {
+    "en": (
+        "How to use engram memory.\n"
+        "1. Remember what a later session or another agent will need: decisions with their reasons, verified "
+        "facts with their sources, conventions, recurring pitfalls and their fixes, hand-off facts. Not scratch "
+        "state, chat logs, raw tool output, guesses.\n"
+        "2. Search before you capture: if it is already there, use it (and cite its record_id) instead of "
+        "writing it again.\n"
+        "3. A capture is only a pending draft. Ask for admission (engram_memory_request_admission) and report "
+        "the outcome as it is: accepted, rejected, pending_adjudication (a person decides) or duplicate_exact.\n"
+        "4. Never store secrets: no passwords, tokens, keys, connection strings or .env values.\n"
+        "5. Withdraw and forget need a person's approval: on gate_failed tell the user, and once they approved, "
+        "repeat the identical call with the same idempotency_key.\n"
+        "6. Act on error.code and error.retriable, never on the message; retry a retriable error with the same "
+        "idempotency_key and arguments."
+    ),
+    "ko": (
+        "engram 메모리 사용법.\n"
+        "1. 나중의 세션이나 다른 에이전트에게 필요한 것을 기억하세요: 이유가 있는 결정, 출처가 확인된 사실, 규칙, "
+        "반복되는 함정과 해결책, 인수인계 사항. 임시 상태, 대화 기록, 도구의 원시 출력, 추측은 저장하지 마세요.\n"
+        "2. 저장하기 전에 먼저 검색하세요: 이미 있으면 다시 쓰지 말고 그 record_id를 인용하세요.\n"
+        "3. capture는 대기 중인 초안일 뿐입니다. engram_memory_request_admission으로 승인을 요청하고 결과를 있는 "
+        "그대로 보고하세요: accepted, rejected, pending_adjudication(사람이 결정), duplicate_exact.\n"
+        "4. 비밀 정보는 절대 저장하지 마세요: 비밀번호, 토큰, 키, 연결 문자열, .env 값.\n"
+        "5. withdraw와 forget은 사람의 승인이 필요합니다: gate_failed가 오면 사용자에게 알리고, 승인 후 같은 "
+        "idempotency_key로 똑같은 호출을 다시 하세요.\n"
+        "6. 메시지가 아니라 error.code와 error.retriable에 따라 행동하세요; 재시도 가능한 오류는 같은 "
+        "idempotency_key와 인자로 다시 시도하세요."
+    ),
+    "zh": (
+        "engram 记忆的用法。\n"
+        "1. 记住以后的会话或其他智能体需要的内容：附带理由的决定、有来源的已核实事实、约定、"
+        "反复出现的陷阱及其解决办法、交接事项。不要保存临时状态、聊天记录、工具的原始输出或猜测。\n"
+        "2. 保存之前先搜索：如果已经存在，就引用它的 record_id，不要重复写入。\n"
+        "3. capture 只是待审的草稿。用 engram_memory_request_admission 申请收录，并如实报告结果：accepted、"
+        "rejected、pending_adjudication（由人决定）或 duplicate_exact。\n"
+        "4. 绝不保存机密：密码、令牌、密钥、连接字符串或 .env 的值。\n"
+        "5. withdraw 和 forget 需要人的批准：收到 gate_failed 时告诉用户，批准后用同一个 idempotency_key "
+        "重复完全相同的调用。\n"
+        "6. 依据 error.code 和 error.retriable 行事，而不是错误信息；可重试的错误请用相同的 idempotency_key "
+        "和参数重试。"
+    ),
+    "ja": (
+        "engram メモリの使い方。\n"
+        "1. 後のセッションや他のエージェントが必要とするものを記憶してください：理由のある決定、"
+        "出典のある確認済みの事実、規約、繰り返し起きる落とし穴とその対処、引き継ぎ事項。一時的な状態、チャットログ、ツールの生の出力、推測は"
+        "保存しないでください。\n"
+        "2. 保存する前に検索してください：すでにあれば書き直さず、その record_id を引用してください。\n"
+        "3. capture は保留中の下書きにすぎません。engram_memory_request_admission で採用を依頼し、結果をそのまま"
+        "報告してください：accepted、rejected、pending_adjudication（人が判断）、duplicate_exact。\n"
+        "4. 秘密は決して保存しないでください：パスワード、トークン、鍵、接続文字列、.env の値。\n"
+        "5. withdraw と forget には人の承認が必要です：gate_failed が返ったらユーザーに伝え、承認後に同じ "
+        "idempotency_key でまったく同じ呼び出しを繰り返してください。\n"
+        "6. メッセージではなく error.code と error.retriable に従って行動してください；再試行可能なエラーは同じ "
+        "idempotency_key と引数で再試行してください。"
+    ),
+}
+
+PROMPT = types.Prompt(
+    name=GUIDE_PROMPT,
+    title="How to use engram memory",
+    description="The agent guide: what to remember, search first, admission, never secrets, approvals.",
+    arguments=[types.PromptArgument(name="language", description="en (default), ko, zh or ja", required=False)],
+)
+
+
+def guide(language: str | None) -> types.GetPromptResult | None:
+    """The guide in `language` (English when absent); None for a language it is not written in."""
+    text = GUIDES.get(language or "en")
+    if text is None:
+        return None
+    message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+    return types.GetPromptResult(description=PROMPT.description, messages=[message])
