@@ -305,11 +305,12 @@ def schema_fault(tool: Tool, arguments: object) -> SchemaFault | None:
     if not isinstance(arguments, dict):
         return SchemaFault("", "type")
     fault = _text_or_number_fault(arguments)
-    if fault is None and _serialized_size_or_none(arguments) is None:
-        fault = SchemaFault("", "type")
     if fault is not None:
         return fault
-    if (_serialized_size_or_none(arguments) or 0) > MAX_ARGUMENT_BYTES:
+    size = _serialized_size_or_none(arguments)
+    if size is None:
+        return SchemaFault("", "type")
+    if size > MAX_ARGUMENT_BYTES:
         return SchemaFault("", "max-bytes")
     errors = list(_VALIDATORS[tool].iter_errors(arguments))
     if errors:

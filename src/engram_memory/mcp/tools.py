@@ -80,10 +80,11 @@ _ANNOTATIONS: dict[Tool, types.ToolAnnotations] = {
 # shows it): agents copy shapes more reliably than they read schemas.
 _EXAMPLE_TEXT = "Deploys freeze on Fridays after 15:00 UTC."
 _EXAMPLE_AT_MS = 1_764_547_200_000  # 2025-12-01T00:00:00Z
+_EXAMPLE_DIGEST = "sha256:" + hashlib.sha256(_EXAMPLE_TEXT.encode("utf-8")).hexdigest()
 
 
 def capture_example(purpose_ref: str) -> dict[str, Any]:
-    digest = "sha256:" + hashlib.sha256(_EXAMPLE_TEXT.encode("utf-8")).hexdigest()
+    digest = _EXAMPLE_DIGEST
     source = Citation("s1", "wiki:release-policy", "document", "#freeze", digest)
     payload = one_source_payload(
         purpose_ref,

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 
+from engram_memory.contract.binding import Binding
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import ALL_TOOLS, tool_from_name
@@ -158,14 +159,8 @@ def bind(
         warn("the binding grants no tool: the agent will see no memory tools (add --grant TOOL or --all-tools)")
     if print_config is not None:
         sys.stdout.write(client_config(print_config, issued.token, paths.home, http_url=http_url) + "\n")
-        err.print(
-            f"engram-memory: token id {b.token_id} (revoke with: engram-memory revoke {b.token_id}),"
-            f" expires {format_instant(b.expires_at_ms)}; the snippet holds the token: keep it out of version control",
-            markup=False,
-            highlight=False,
-        )
-        return
-    if as_json:
+        _say_token_id(b, "; the snippet holds the token: keep it out of version control")
+    elif as_json:
         payload = {
             "token": issued.token,
             "token_id": b.token_id,
@@ -183,12 +178,16 @@ def bind(
         sys.stdout.write(json.dumps(payload) + "\n")
     else:
         sys.stdout.write(issued.token + "\n")
-        err.print(
-            f"engram-memory: token id {b.token_id} (revoke with: engram-memory revoke {b.token_id}),"
-            f" expires {format_instant(b.expires_at_ms)}",
-            markup=False,
-            highlight=False,
-        )
+        _say_token_id(b, "")
+
+
+def _say_token_id(binding: Binding, tail: str) -> None:
+    err.print(
+        f"engram-memory: token id {binding.token_id} (revoke with: engram-memory revoke {binding.token_id}),"
+        f" expires {format_instant(binding.expires_at_ms)}{tail}",
+        markup=False,
+        highlight=False,
+    )
 
 
 def demo() -> None:
