@@ -47,8 +47,8 @@ def test_advertised_schema_equals_enforced_schema(tool: Tool) -> None:
 
 def test_input_schema_hands_out_copies() -> None:
     first = input_schema(Tool.SEARCH)
-    first["properties"]["query"]["maxLength"] = 1
-    assert input_schema(Tool.SEARCH)["properties"]["query"]["maxLength"] == 8192
+    first["properties"]["query"]["x-utf8-bytes"][1] = 1
+    assert input_schema(Tool.SEARCH)["properties"]["query"]["x-utf8-bytes"] == [1, 8192]
 
 
 @pytest.mark.parametrize(

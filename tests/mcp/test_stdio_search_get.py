@@ -229,7 +229,7 @@ def test_search_packets_stop_before_budget_and_continue(searcher: StdioAgent) ->
 
 def test_rank_receipt_fields(searcher: StdioAgent, corpus: Corpus) -> None:
     receipt = _page(searcher, corpus.topic)["rank_receipt"]
-    for name in ("request_digest", "ordered_ids_digest", "receipt_digest"):
+    for name in ("request_digest", "ordered_ids_digest"):
         assert DIGEST_RE.fullmatch(receipt[name]), name
     assert isinstance(receipt["profile"], str) and receipt["profile"]
     assert isinstance(receipt["formula_ref"], str) and receipt["formula_ref"]

@@ -58,8 +58,8 @@ def _field(name: str, schema: Mapping[str, Any]) -> str:
     """`name` and, where the schema says it in a few words, its bounds: `limit` (1 to 50, default 10)."""
     facts: list[str] = []
     if UTF8_BYTES in schema:
-        bounds = schema[UTF8_BYTES]
-        facts.append(f"{_number(bounds['minimum'])}{RANGE}{_number(bounds['maximum'])} bytes")
+        minimum, maximum = schema[UTF8_BYTES]
+        facts.append(f"{_number(minimum)}{RANGE}{_number(maximum)} bytes")
     elif "pattern" in schema:
         facts.append(f"`{schema['pattern']}`")
     elif schema.get("type") == "integer" and "minimum" in schema and "maximum" in schema:

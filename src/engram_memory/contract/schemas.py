@@ -1,14 +1,15 @@
 """The six closed input schemas (JSON Schema 2020-12): advertised in `tools/list` and enforced verbatim.
 
 Byte bounds, uniqueness by key and sortedness have no standard keyword, so they travel as
-`x-utf8-bytes`, `x-unique-by` and `x-sorted` annotations that `validate.py` enforces; other
-validators simply ignore them, and `maxLength` still gives them a loose bound.
+`x-utf8-bytes: [min, max]`, `x-unique-by` and `x-sorted` annotations that `validate.py` enforces.
+Every token of these objects is paid by every agent on every turn (docs/decisions/0023), so they say
+each rule once: no code-point bounds beside the byte bounds, and no descriptions (the tool descriptions
+and their worked examples say it once).
 """
 
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -18,92 +19,58 @@ from engram_memory.contract.ids import RECORD_ID_PATTERN
 from engram_memory.contract.instants import INSTANT_PATTERN
 from engram_memory.contract.tools import Tool
 
-JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 MAX_ARGUMENT_BYTES = 1_048_576
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 UTF8_BYTES = "x-utf8-bytes"
 UNIQUE_BY = "x-unique-by"
 SORTED = "x-sorted"
 
 
-def text(min_bytes: int, max_bytes: int, **extra: Any) -> dict[str, Any]:
-    """A string bounded in UTF-8 bytes; code-point bounds are the loosest ones those imply."""
-    return {
-        "type": "string",
-        "minLength": math.ceil(min_bytes / 4),
-        "maxLength": max_bytes,
-        UTF8_BYTES: {"minimum": min_bytes, "maximum": max_bytes},
-        **extra,
-    }
+def text(min_bytes: int, max_bytes: int) -> dict[str, Any]:
+    """A string bounded in UTF-8 bytes (the contract counts bytes, never code points)."""
+    return {"type": "string", UTF8_BYTES: [min_bytes, max_bytes]}
 
 
-def _described(schema: dict[str, Any], description: str | None) -> dict[str, Any]:
-    return schema if description is None else {**schema, "description": description}
+def opaque_ref() -> dict[str, Any]:
+    return text(1, 512)
 
 
-# Fields that the capture tool's worked example shows (mcp/tools.py) carry no description: every
-# description is paid for in tokens on every turn, and the example says more.
-def opaque_ref(description: str | None = None) -> dict[str, Any]:
-    return _described(text(1, 512), description)
+def safe_integer() -> dict[str, Any]:
+    return {"type": "integer", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER}
 
 
-def safe_integer(description: str | None = None, minimum: int = -MAX_SAFE_INTEGER) -> dict[str, Any]:
-    return _described({"type": "integer", "minimum": minimum, "maximum": MAX_SAFE_INTEGER}, description)
+def digest_field() -> dict[str, Any]:
+    return {"type": "string", "pattern": DIGEST_PATTERN}
 
 
-def digest_field(description: str | None = None) -> dict[str, Any]:
-    return _described({"type": "string", "pattern": DIGEST_PATTERN}, description)
+def instant() -> dict[str, Any]:
+    return {"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN}
 
 
-def instant(description: str) -> dict[str, Any]:
-    return {"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN, "description": description}
+def closed(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
 
 
-def closed(properties: dict[str, Any], required: list[str], description: str | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": required,
-        "properties": properties,
-    }
-    if description:
-        schema["description"] = description
-    return schema
+def ref_list(max_items: int, min_items: int = 1) -> dict[str, Any]:
+    bounds = {"minItems": min_items} if min_items else {}
+    return {"type": "array", **bounds, "maxItems": max_items, "uniqueItems": True, "items": opaque_ref()}
 
 
-def ref_list(
-    item: dict[str, Any], max_items: int, description: str | None = None, min_items: int = 1
-) -> dict[str, Any]:
-    return _described(
-        {"type": "array", "minItems": min_items, "maxItems": max_items, "uniqueItems": True, "items": item},
-        description,
-    )
+def byte_budget() -> dict[str, Any]:
+    return {"type": "integer", "minimum": 4096, "maximum": MAX_ARGUMENT_BYTES, "default": 65_536}
 
 
-IDEMPOTENCY_KEY = text(
-    16,
-    256,
-    description="One key per logical operation, chosen by you, 16-256 UTF-8 bytes (use at least 16 ASCII "
-    "characters). Record it before calling; retry with the same key and arguments.",
-)
-PURPOSE_REF = opaque_ref("The purpose_ref the host bound to this session, exactly as stated in the tool description.")
-CANDIDATE_ID = text(1, 512, description="A candidate_id returned by engram_memory_capture, copied verbatim.")
-RECORD_ID = {
-    "type": "string",
-    "minLength": 5,
-    "maxLength": 128,
-    "pattern": RECORD_ID_PATTERN,
-    "description": "A record_id returned by search or admission, copied verbatim.",
-}
-REASON_REF = opaque_ref("An opaque reference to why (a ticket, a message id); never free text with secrets.")
+IDEMPOTENCY_KEY = text(16, 256)
+RECORD_ID = {"type": "string", "maxLength": 128, "pattern": RECORD_ID_PATTERN}
 
 
 def _search() -> dict[str, Any]:
     return closed(
         {
-            "query": text(1, 8192, description="What to find, in words."),
-            "purpose_ref": PURPOSE_REF,
+            "query": text(1, 8192),
+            "purpose_ref": opaque_ref(),
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            "max_packet_bytes": {"type": "integer", "minimum": 4096, "maximum": 1_048_576, "default": 65_536},
+            "max_packet_bytes": byte_budget(),
             "capability_policy": closed(
                 {
                     "minimum_channels": {
@@ -114,13 +81,8 @@ def _search() -> dict[str, Any]:
                     "network": {"type": "string", "enum": ["forbid", "allow"], "default": "forbid"},
                 },
                 [],
-                "Which ranking channels must answer. 'allow' grants nothing: no channel calls the network.",
             ),
-            "page_cursor": text(
-                1,
-                2048,
-                description="next_page_cursor from the previous page of the same query and parameters.",
-            ),
+            "page_cursor": text(1, 2048),
         },
         ["query", "purpose_ref"],
     )
@@ -128,53 +90,36 @@ def _search() -> dict[str, Any]:
 
 def _get() -> dict[str, Any]:
     return closed(
-        {
-            "record_id": RECORD_ID,
-            "purpose_ref": PURPOSE_REF,
-            "max_packet_bytes": {"type": "integer", "minimum": 4096, "maximum": 1_048_576, "default": 65_536},
-        },
+        {"record_id": RECORD_ID, "purpose_ref": opaque_ref(), "max_packet_bytes": byte_budget()},
         ["record_id", "purpose_ref"],
     )
 
 
 def _capture() -> dict[str, Any]:
-    citation_ids = ref_list(opaque_ref(), 256)
     component = closed(
         {
             "component_id": opaque_ref(),
             "kind": {"type": "string", "enum": ["context", "decision", "evidence"]},
-            "text": text(1, 65_536, description="The knowledge itself. Never secrets, credentials or chat logs."),
-            "citation_ids": citation_ids,
+            "text": text(1, 65_536),
+            "citation_ids": ref_list(256),
         },
         ["component_id", "kind", "text", "citation_ids"],
     )
     citation = closed(
         {
             "citation_id": opaque_ref(),
-            "source_ref": opaque_ref("A document, commit, ticket or URL reference."),
-            "locator": closed(
-                {
-                    "scheme": text(1, 512),
-                    "value": text(1, 4096),
-                },
-                ["scheme", "value"],
-            ),
+            "source_ref": opaque_ref(),
+            "locator": closed({"scheme": text(1, 512), "value": text(1, 4096)}, ["scheme", "value"]),
             "content_digest": digest_field(),
-            "observed_at": instant("When the source was observed (UTC, milliseconds)."),
+            "observed_at": instant(),
         },
         ["citation_id", "source_ref", "locator", "content_digest"],
     )
     payload = closed(
         {
             "schema_version": {"type": "integer", "const": 2},
-            "purpose_ref": PURPOSE_REF,
-            "valid_time": closed(
-                {
-                    "t": safe_integer(),
-                    "t_end": safe_integer("Until (>= t); omit while it stays true."),
-                },
-                ["t"],
-            ),
+            "purpose_ref": opaque_ref(),
+            "valid_time": closed({"t": safe_integer(), "t_end": safe_integer()}, ["t"]),
             "components": {
                 "type": "array",
                 "minItems": 1,
@@ -184,11 +129,7 @@ def _capture() -> dict[str, Any]:
             },
             "primary_component_id": opaque_ref(),
             "primary_event": closed(
-                {
-                    "at": safe_integer(),
-                    "type_ref": opaque_ref(),
-                    "citation_id": opaque_ref(),
-                },
+                {"at": safe_integer(), "type_ref": opaque_ref(), "citation_id": opaque_ref()},
                 ["at", "type_ref", "citation_id"],
             ),
             "citations": {
@@ -199,22 +140,10 @@ def _capture() -> dict[str, Any]:
                 UNIQUE_BY: "citation_id",
             },
             "retention": closed(
-                {
-                    "derivative_rule": {"type": "string", "enum": ["retain", "make-ineligible"]},
-                    "expires_at": instant("Strictly after capture time and within the host's cap."),
-                },
+                {"derivative_rule": {"type": "string", "enum": ["retain", "make-ineligible"]}, "expires_at": instant()},
                 ["derivative_rule"],
-                "Omit unless told otherwise; default derivative_rule is make-ineligible.",
             ),
-            "reconciliation": closed(
-                {
-                    "family_refs": {
-                        **ref_list(opaque_ref(), 64, "Sorted, unique.", min_items=0),
-                        SORTED: True,
-                    }
-                },
-                ["family_refs"],
-            ),
+            "reconciliation": closed({"family_refs": {**ref_list(64, min_items=0), SORTED: True}}, ["family_refs"]),
         },
         [
             "schema_version",
@@ -230,7 +159,7 @@ def _capture() -> dict[str, Any]:
         {
             "evidence_ref": opaque_ref(),
             "evidence_digest": digest_field(),
-            "citation_ids": ref_list(opaque_ref(), 256),
+            "citation_ids": ref_list(256),
             "attestation": text(1, 4096),
         },
         ["evidence_ref", "evidence_digest", "citation_ids"],
@@ -243,21 +172,21 @@ def _capture() -> dict[str, Any]:
 
 def _request_admission() -> dict[str, Any]:
     return closed(
-        {"candidate_id": CANDIDATE_ID, "idempotency_key": IDEMPOTENCY_KEY},
+        {"candidate_id": opaque_ref(), "idempotency_key": IDEMPOTENCY_KEY},
         ["candidate_id", "idempotency_key"],
     )
 
 
 def _withdraw() -> dict[str, Any]:
     return closed(
-        {"candidate_id": CANDIDATE_ID, "idempotency_key": IDEMPOTENCY_KEY, "reason_ref": REASON_REF},
+        {"candidate_id": opaque_ref(), "idempotency_key": IDEMPOTENCY_KEY, "reason_ref": opaque_ref()},
         ["candidate_id", "idempotency_key", "reason_ref"],
     )
 
 
 def _forget() -> dict[str, Any]:
     return closed(
-        {"record_id": RECORD_ID, "idempotency_key": IDEMPOTENCY_KEY, "reason_ref": REASON_REF},
+        {"record_id": RECORD_ID, "idempotency_key": IDEMPOTENCY_KEY, "reason_ref": opaque_ref()},
         ["record_id", "idempotency_key", "reason_ref"],
     )
 

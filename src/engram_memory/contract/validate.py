@@ -37,13 +37,12 @@ def _strict_integer(_checker: Any, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-def _utf8_bytes(
-    _validator: Any, bounds: Mapping[str, int], instance: object, _schema: Any
-) -> Iterator[ValidationError]:
+def _utf8_bytes(_validator: Any, bounds: list[int], instance: object, _schema: Any) -> Iterator[ValidationError]:
     if not isinstance(instance, str):
         return
     size = len(instance.encode("utf-8", errors="surrogatepass"))
-    if size < bounds.get("minimum", 0) or size > bounds.get("maximum", size):
+    minimum, maximum = bounds
+    if size < minimum or size > maximum:
         yield ValidationError("string length in UTF-8 bytes is out of bounds")
 
 

@@ -58,6 +58,33 @@ def record_view(row: RecordRow, payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# What a search hit carries of its record: what an agent reads, cites and weighs. The record digest, the
+# purpose it was captured for, the citations' content digests, the default retention, an empty family
+# list and the capture bookkeeping are one engram_memory_get away; ten hits would otherwise pay for them
+# ten times (decision 0023).
+_SUMMARY_PROVENANCE = ("principal", "captured_at")
+_DEFAULT_RETENTION = {"derivative_rule": "make-ineligible"}
+
+
+def summary_view(view: Mapping[str, Any]) -> dict[str, Any]:
+    """The search projection of an (already redacted) record view: never more than the view holds."""
+    summary: dict[str, Any] = {}
+    for key, value in view.items():
+        if key in ("record_digest", "purpose_ref"):
+            continue
+        if key == "retention" and value == _DEFAULT_RETENTION:
+            continue
+        if key == "reconciliation" and not value.get("family_refs"):
+            continue
+        summary[key] = value
+    if "citations" in summary:
+        summary["citations"] = [{k: v for k, v in c.items() if k != "content_digest"} for c in summary["citations"]]
+    if "provenance" in summary:
+        provenance = summary["provenance"]
+        summary["provenance"] = {k: provenance[k] for k in _SUMMARY_PROVENANCE if k in provenance}
+    return summary
+
+
 def redact(view: dict[str, Any], fields: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
     """Removes the host-listed fields; returns the view and the fields actually removed."""
     removed: list[str] = []

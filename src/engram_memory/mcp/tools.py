@@ -29,32 +29,30 @@ INSTRUCTIONS = (
 
 _DESCRIPTIONS: dict[Tool, str] = {
     Tool.SEARCH: (
-        "Find current memories of your workspace, with citations and a rank receipt; no match is an empty list. "
-        "Page with next_page_cursor and the same arguments; on STALE_PAGE search again without page_cursor."
+        "Find current memories of your workspace, cited and ranked; none found is an empty list. Next page: the "
+        "same arguments plus next_page_cursor (on STALE_PAGE search again without it)."
     ),
     Tool.GET: (
-        "Read one current record by record_id. NOT_FOUND means unknown, out of scope or no longer current "
-        "(indistinguishable by design): do not probe variants."
+        "Read one current record by record_id. NOT_FOUND means unknown, out of scope or no longer current, "
+        "alike by design: do not probe variants."
     ),
     Tool.CAPTURE: (
-        "Submit cited knowledge as an encrypted pending candidate; engram_memory_request_admission decides whether "
-        "it becomes a searchable record (a candidate_id is not a record_id). Every component cites a citation; "
-        "instants are epoch milliseconds; the record is current while now is in [valid_time.t, t_end]. Omit "
-        "retention unless told. Never secrets, credentials, tokens, passwords or .env values."
+        "Save cited knowledge as a pending candidate; only request_admission can make it a searchable record. "
+        "Every component cites a citation; times are epoch ms; omit retention unless told. Never secrets or "
+        "credentials."
     ),
     Tool.REQUEST_ADMISSION: (
-        "Ask the host's policy to decide a pending candidate: accepted (with record_id), rejected, "
-        "pending_adjudication (a person decides) or duplicate_exact (the existing record_id). Report the outcome "
-        "as it is; never rewrite content to get around it."
+        "Ask the host's policy to admit a captured candidate: accepted (record_id), rejected, "
+        "pending_adjudication (a person decides) or duplicate_exact (the existing record_id). Report it as it "
+        "is; never rewrite content to get around it."
     ),
     Tool.WITHDRAW: (
-        "Withdraw a pending candidate and destroy its data key. Needs a person's approval: the first call answers "
-        "gate_failed; once approved, repeat the identical call (same idempotency_key)."
+        "Withdraw a pending candidate and destroy its data. A person must approve: the first call answers "
+        "gate_failed; once approved, repeat the identical call."
     ),
     Tool.FORGET: (
-        "Forget an admitted record for good: its data key is destroyed and it leaves every index. Needs a person's "
-        "approval: the first call answers gate_failed; once approved, repeat the identical call (same "
-        "idempotency_key)."
+        "Forget an admitted record for good: its data key is destroyed and it leaves every index. A person must "
+        "approve: the first call answers gate_failed; once approved, repeat the identical call."
     ),
 }
 
@@ -111,15 +109,14 @@ def _compact(value: object) -> str:
 
 
 def describe(tool: Tool, purpose_ref: str) -> str:
+    tail = f' Your purpose_ref is "{purpose_ref}".'
     if tool is Tool.CAPTURE:
-        tail = (
-            f' Your purpose_ref is "{purpose_ref}" (payload.purpose_ref). Digests: "sha256:" + 64 lowercase hex of '
-            "the cited text. A new idempotency_key per capture. Example: " + _compact(capture_example(purpose_ref))
+        tail += (
+            ' Digests: "sha256:" + 64 hex of the cited text. A new idempotency_key per capture, the same on a '
+            "retry. Example: " + _compact(capture_example(purpose_ref))
         )
-    elif tool in (Tool.SEARCH, Tool.GET):
-        tail = f' Your purpose_ref is "{purpose_ref}".'
-    else:
-        tail = f' Session purpose_ref: "{purpose_ref}". Example: ' + _compact(_SHORT_EXAMPLES[tool])
+    elif tool in _SHORT_EXAMPLES:
+        tail += " Example: " + _compact(_SHORT_EXAMPLES[tool])
     return _DESCRIPTIONS[tool] + tail
 
 

@@ -96,7 +96,7 @@ def test_cursor_after_the_state_moved_is_stale(agent: InProcessAgent) -> None:
 
 
 @pytest.mark.parametrize(
-    "mangle", [lambda c: c[:-2] + ("A" if c[-2] != "A" else "B") + c[-1], lambda c: "pc1.x.y", lambda c: c + "x"]
+    "mangle", [lambda c: c[:-2] + ("A" if c[-2] != "A" else "B") + c[-1], lambda c: "pc2.x.y", lambda c: c + "x"]
 )
 def test_tampered_cursor_is_stale(agent: InProcessAgent, mangle: object) -> None:
     for index in range(3):
@@ -173,7 +173,18 @@ def test_lexical_rank_receipt_names_what_produced_the_order(lexical_agent: InPro
     receipt = agent.search("tracing spans")["rank_receipt"]
     assert receipt["profile"] == "lexical-bm25f" and "bm25f(k1=1.2,b=0.75" in receipt["formula_ref"]
     assert receipt["candidate_count"] == 1 and receipt["channels"][0]["channel"] == "lexical"
-    assert {"request_digest", "valid_as_of", "system_as_of", "ordered_ids_digest", "receipt_digest"} <= set(receipt)
+    assert set(receipt) == {
+        "request_digest",
+        "profile",
+        "profile_version",
+        "formula_ref",
+        "valid_as_of",
+        "system_as_of",
+        "through_cursor",
+        "candidate_count",
+        "ordered_ids_digest",
+        "channels",
+    }
 
 
 def test_recent_knowledge_ranks_first_among_equals(served: Engine, paths: HostPaths, clock: ManualClock) -> None:

@@ -1,4 +1,4 @@
-"""The packets of a page of search hits, and the redacted view every packet carries.
+"""The packets of a page of search hits: each the summary of a redacted record view.
 
 A page's records, bodies and data keys are read in one go each: on a server store every read is a
 round trip, and ten hits read one by one cost more than the ranking that found them.
@@ -14,7 +14,7 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.ports.store import RecordRow, Scope, StoreTx
-from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest
+from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest, summary_view
 from engram_memory.engine.recall.ranking import Scored
 from engram_memory.engine.sealing.bodies import read_payloads
 
@@ -48,7 +48,7 @@ def page_packets(
     for position, scored in enumerate(page, start=first_rank):
         view, removed, redaction_digest = redacted_view(records[scored.doc_id], payloads[scored.doc_id], policy)
         packet = {
-            "record": view,
+            "record": summary_view(view),
             "redacted_fields": removed,
             "redaction_receipt_digest": redaction_digest,
             "score": scored.score,

@@ -254,10 +254,9 @@ def rarest_terms(terms: Sequence[str], df: Mapping[str, int]) -> list[str]:
 
 
 def _frequent() -> str:
-    return (
-        f"[frequent>={formula_number(FREQUENT_SHARE)}*docs>={FREQUENT_MIN_DOCS}]"
-        f"[terms<={MAX_QUERY_TERMS},rarest<={MAX_RANKED_TERMS}]"
-    )
+    # The query-term caps (MAX_QUERY_TERMS, MAX_RANKED_TERMS) are not written here: every receipt paid
+    # 12 tokens for two constants that docs/tools.md states and profile_version pins (decision 0023).
+    return f"[frequent>={formula_number(FREQUENT_SHARE)}*docs>={FREQUENT_MIN_DOCS}]"
 
 
 def lexical_formula() -> str:

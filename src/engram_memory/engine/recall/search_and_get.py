@@ -13,7 +13,6 @@ from typing import Any
 from engram_memory.contract.canonical import (
     PACKET_DOMAIN,
     RANK_ORDER_DOMAIN,
-    RANK_RECEIPT_DOMAIN,
     RANK_REQUEST_DOMAIN,
     READ_RECEIPT_DOMAIN,
     RESPONSE_DOMAIN,
@@ -29,7 +28,7 @@ from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.ports.store import IndexedDoc, RecordRow, StoreTx
-from engram_memory.engine.recall.cursors import mint_cursor, open_cursor
+from engram_memory.engine.recall.cursors import PagePin, mint_cursor, open_cursor
 from engram_memory.engine.recall.packets import page_packets, redacted_view
 from engram_memory.engine.recall.ranking import (
     DATE_BOOST,
@@ -128,12 +127,11 @@ class _Ranking:
     embedded: list[Embedded] = field(default_factory=list)  # vectors the search had to compute (to keep)
 
 
-def _lexical_receipt(deps: Deps, generation: int, terms: Sequence[str], pooled: int) -> dict[str, Any]:
+def _lexical_receipt(deps: Deps, terms: Sequence[str], pooled: int) -> dict[str, Any]:
     return {
         "channel": "lexical",
         "index": deps.store.index_name,
         "tokenizer": tokenizer_id(),
-        "generation": generation,
         "query_terms": len(terms),
         "pooled": pooled,
     }
@@ -188,7 +186,7 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
         )
         ranked.append(Scored(s.doc_id, round(blend(boosted, recency(valid_at_ms - at[s.doc_id])), 9)))
     ranked.sort(key=lambda s: (-s.score, s.doc_id))
-    return _Ranking(ranked, [_lexical_receipt(deps, generation, lexical_terms, len(docs))])
+    return _Ranking(ranked, [_lexical_receipt(deps, lexical_terms, len(docs))])
 
 
 def _hybrid(
@@ -225,12 +223,10 @@ def _hybrid(
     for neighbour in nearest:
         at.setdefault(neighbour.record_id, neighbour.valid_from_ms)
         subjects.setdefault(neighbour.record_id, neighbour.subject)
-    channels = [_lexical_receipt(deps, generation, lexical_terms, len(docs))]
+    channels = [_lexical_receipt(deps, lexical_terms, len(docs))]
     for model in consulted:
         pooled = sum(1 for n in nearest if n.vector_id == model.vector_id)
-        channels.append(
-            _semantic_receipt(model, own.weight, generation, eligible[model.vector_id], pooled, len(frequent))
-        )
+        channels.append(_semantic_receipt(model, own.weight, eligible[model.vector_id], pooled, len(frequent)))
     fused = rrf(orders, weights=weights)
     ranked = []
     for doc_id, score in fused.items():
@@ -240,14 +236,11 @@ def _hybrid(
     return _Ranking(ranked, channels, list(matrices.embedded))
 
 
-def _semantic_receipt(
-    model: SemanticModel, weight: float, generation: int, eligible: int, pooled: int, frequent: int
-) -> dict[str, Any]:
+def _semantic_receipt(model: SemanticModel, weight: float, eligible: int, pooled: int, frequent: int) -> dict[str, Any]:
     embedder = model.embedder
     return {
         "channel": "semantic",
         "index": "record_vectors",
-        "generation": generation,
         "model": embedder.model_id,
         "model_version": embedder.model_version,
         "dimension": embedder.dimension,
@@ -314,18 +307,10 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         head = tx.head(call.scope) or journal.initial_head(call.scope)
         offset, valid_as_of, system_as_of = 0, call.now_ms, call.now_ms
         if "page_cursor" in arguments:
-            claims = open_cursor(deps.cursor_key, arguments["page_cursor"])
-            if (
-                claims is None
-                or claims.get("request_digest") != request_digest
-                or claims.get("records_cursor") != head.records_cursor
-            ):
+            pin = open_cursor(deps.cursor_key, arguments["page_cursor"], request_digest)
+            if pin is None or pin.records_cursor != head.records_cursor:
                 raise ContractError(ErrorCode.STALE_PAGE)
-            offset, valid_as_of, system_as_of = (
-                claims["offset"],
-                claims["valid_as_of"],
-                claims["system_as_of"],
-            )
+            offset, valid_as_of, system_as_of = pin.offset, pin.valid_as_of, pin.system_as_of
         generation = head.records_cursor
         ranking = (
             _lexical(deps, tx, call, arguments["query"], valid_as_of, generation)
@@ -348,20 +333,13 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         "ordered_ids_digest": digest(RANK_ORDER_DOMAIN, [scored.doc_id for scored in ranked]),
         "channels": ranking.channels,
     }
-    receipt["receipt_digest"] = digest(RANK_RECEIPT_DOMAIN, receipt)
     value: dict[str, Any] = {"records": packets, "rank_receipt": receipt}
     next_offset = offset + len(packets)
     if next_offset < len(ranked):
         value["next_page_cursor"] = mint_cursor(
             deps.cursor_key,
-            {
-                "v": 1,
-                "request_digest": request_digest,
-                "records_cursor": head.records_cursor,
-                "offset": next_offset,
-                "valid_as_of": valid_as_of,
-                "system_as_of": system_as_of,
-            },
+            request_digest,
+            PagePin(next_offset, head.records_cursor, valid_as_of, system_as_of),
         )
     value["response_digest"] = digest(RESPONSE_DOMAIN, value)
     return value
