@@ -95,6 +95,7 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
             5,
             6,
             7,
+            8,
         ]
         forced = db.execute(
             "SELECT relname FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relkind = 'r' ORDER BY 1"
@@ -108,6 +109,7 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
             "lexical_index",
             "lexical_postings",
             "lexical_terms",
+            "record_families",
             "record_vectors",
             "records",
             "scopes",
@@ -126,6 +128,7 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
         "lexical_terms": {"SELECT", "INSERT", "UPDATE", "DELETE"},
         "record_vectors": {"SELECT", "INSERT", "DELETE"},
         "tombstones": {"SELECT", "INSERT"},
+        "record_families": {"SELECT", "INSERT", "DELETE"},
         "idempotency": {"SELECT", "INSERT"},
         "confirmations": {"SELECT", "INSERT", "UPDATE"},
         "audit_log": {"INSERT"},

@@ -26,9 +26,17 @@ def test_the_guide_says_search_first_admission_approval_and_no_secrets(
     [message] = result.messages
     assert message.role == "user" and isinstance(message.content, types.TextContent)
     text = message.content.text
-    for word in ("engram_memory_request_admission", "gate_failed", "idempotency_key", ".env", "record_id"):
+    for word in (
+        "engram_memory_request_admission",
+        "gate_failed",
+        "idempotency_key",
+        ".env",
+        "record_id",
+        "family_refs",
+        "superseded_record_ids",
+    ):
         assert word in text, (language, word)
-    assert text.count("\n") == 6  # a title and six rules in every language
+    assert text.count("\n") == 7  # a title and seven rules in every language
 
 
 @pytest.mark.parametrize(("name", "arguments"), [("memory_guide", {"language": "fr"}), ("other", None)])

@@ -45,6 +45,7 @@ STORE_TABLES = {
     "lexical_terms": "term",
     "record_vectors": "rid",
     "tombstones": "payload_digest",
+    "record_families": "family_key",
     "idempotency": "idem_key",
     "confirmations": "confirmation_id",
     "audit_log": "audit_id",
@@ -63,6 +64,7 @@ def _fill_store(store: PostgresStore) -> None:
             tx.put_vector(scope, f"mem_{suffix}", "model-1", b"\x00" * 8, "shared")
             tx.put_body(scope, f"mem_{suffix}", SealedBody(b"n" * 12, b"secret-" + suffix.encode()))
             tx.add_tombstone(scope, [f"sha256:{suffix}"], 1)
+            tx.add_record_families(scope, f"mem_{suffix}", [f"fam1:{suffix}"])
             tx.put_idempotency(idempotency(scope, f"key-00000000000000{suffix}"))
             tx.insert_confirmation(confirmation(scope, f"conf_{suffix}"))
             tx.append_audit(audit(f"aud_{suffix}", 1, scope))
@@ -167,6 +169,7 @@ INSERTS_FOR_B = {
     "lexical_terms": "INSERT INTO lexical_terms VALUES ('tenant-b', 'w', 'x', 1)",
     "record_vectors": "INSERT INTO record_vectors VALUES (999, 'tenant-b', 'w', 'm', 'v', 's')",
     "tombstones": "INSERT INTO tombstones VALUES ('tenant-b', 'w', 'sha256:x', 1)",
+    "record_families": "INSERT INTO record_families VALUES ('tenant-b', 'w', 'fam1:x', 'mem_x')",
     "idempotency": "INSERT INTO idempotency VALUES ('tenant-b', 'w', 'p', 'k', 't', 'o', 't', '{}', 1)",
     "confirmations": "INSERT INTO confirmations (confirmation_id, tenant, workspace, principal, agent_id, session,"
     " tool, target, operation_digest, summary, status, requested_at_ms)"

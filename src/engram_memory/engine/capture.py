@@ -56,7 +56,7 @@ def resolve_retention(
 def check_reconciliation(payload: Mapping[str, Any], policy: AdmissionPolicy) -> dict[str, Any]:
     """Reconciliation families need the host's consent; raises ContractError UNAUTHORIZED."""
     reconciliation = payload.get("reconciliation", {"family_refs": []})
-    if not set(reconciliation["family_refs"]) <= policy.consented_families:
+    if not all(policy.consents_to(ref) for ref in reconciliation["family_refs"]):
         raise ContractError(ErrorCode.UNAUTHORIZED)
     return {"family_refs": list(reconciliation["family_refs"])}
 

@@ -18,7 +18,8 @@ from engram_memory.contract.states import RecordState
 from engram_memory.engine.admission import review
 from engram_memory.engine.admission.review import CandidateView, ReviewDecision
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.lifecycle import host_transitions
+from engram_memory.engine.lifecycle import as_of, host_transitions
+from engram_memory.engine.lifecycle.as_of import ValidRecord
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, RecordDetails, Transition
 from engram_memory.engine.lifecycle.housekeeping import KeySweep
 from engram_memory.engine.lifecycle.shredded import Settled, settle_shredded
@@ -103,6 +104,12 @@ class HostFront:
     def records(self, filters: RecordFilter) -> list[RecordRow]:
         return host_transitions.list_records(self.deps, filters)
 
+    def records_valid_at(
+        self, scope: Scope, valid_at_ms: int, *, family_ref: str | None = None, limit: int = 1000
+    ) -> list[ValidRecord]:
+        """Which records were true at a valid time, as the store knows it now (engine/lifecycle/as_of.py)."""
+        return as_of.records_valid_at(self.deps, scope, valid_at_ms, family_ref=family_ref, limit=limit)
+
     def record_details(self, record_id: str) -> RecordDetails:
         return host_transitions.show_record(self.deps, record_id)
 
@@ -115,8 +122,12 @@ class HostFront:
     def candidate_view(self, candidate_id: str) -> CandidateView:
         return review.show_candidate(self.deps, candidate_id)
 
-    def accept_candidate(self, candidate_id: str, *, decided_by: str, reason_ref: str | None = None) -> ReviewDecision:
-        return review.accept_candidate(self.deps, candidate_id, decided_by=decided_by, reason_ref=reason_ref)
+    def accept_candidate(
+        self, candidate_id: str, *, decided_by: str, reason_ref: str | None = None, supersede: bool | None = None
+    ) -> ReviewDecision:
+        return review.accept_candidate(
+            self.deps, candidate_id, decided_by=decided_by, reason_ref=reason_ref, supersede=supersede
+        )
 
     def reject_candidate(self, candidate_id: str, *, decided_by: str, reason_ref: str | None = None) -> ReviewDecision:
         return review.reject_candidate(self.deps, candidate_id, decided_by=decided_by, reason_ref=reason_ref)

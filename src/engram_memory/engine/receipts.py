@@ -53,16 +53,16 @@ def authorization_receipt_digest(call: Call, tool: str, confirmation_id: str | N
 
 
 def decision_receipt_digest(candidate_id: str, decision: Decision, decided_at_ms: int) -> str:
-    return digest(
-        DECISION_DOMAIN,
-        {
-            "candidate_id": candidate_id,
-            "verdict": decision.verdict.value,
-            "reasons": list(decision.reasons),
-            "policy_id": decision.policy_id,
-            "policy_version": decision.policy_version,
-            "policy_digest": decision.policy_digest,
-            "duplicate_of": decision.duplicate_of,
-            "decided_at": decided_at_ms,
-        },
-    )
+    statement: dict[str, object] = {
+        "candidate_id": candidate_id,
+        "verdict": decision.verdict.value,
+        "reasons": list(decision.reasons),
+        "policy_id": decision.policy_id,
+        "policy_version": decision.policy_version,
+        "policy_digest": decision.policy_digest,
+        "duplicate_of": decision.duplicate_of,
+        "decided_at": decided_at_ms,
+    }
+    if decision.supersedes:  # only then: a decision without families keeps the statement it always had
+        statement["supersedes"] = list(decision.supersedes)
+    return digest(DECISION_DOMAIN, statement)

@@ -34,7 +34,7 @@ max_payload_bytes = 1048576
 retain_principals = []
 # Upper bound for retention.expires_at, in days after capture.
 max_retention_days = 365
-# Reconciliation families the host consents to.
+# Reconciliation families the host consents to: exact refs, or globs such as "fact:*".
 consented_families = []
 
 # Record fields removed from what agents read, e.g. ["provenance.session", "citations.locator"].
@@ -51,6 +51,16 @@ personal_data = false
 principals = []
 agents = []
 trust_classes = []
+
+# What a newly accepted memory does to the current memories of its workspace that share one of its
+# (consented) families, by the first rule whose pattern matches the family ref; no rule: "coexist".
+#   "supersede"  the older ones become historical, their validity closed where the new one's starts
+#                (a current one that starts later than the new one sends it to a human instead);
+#   "adjudicate" the new one waits for a person, who sees both (engram-memory review show);
+#   "coexist"    nothing happens.
+# [[family_rules]]
+# pattern = "decision:*"
+# mode = "supersede"
 """
 
 

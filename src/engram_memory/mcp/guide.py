@@ -24,7 +24,11 @@ GUIDES: dict[str, str] = {
         "5. Withdraw and forget need a person's approval: on gate_failed tell the user, and once they approved, "
         "repeat the identical call with the same idempotency_key.\n"
         "6. Act on error.code and error.retriable, never on the message; retry a retriable error with the same "
-        "idempotency_key and arguments."
+        "idempotency_key and arguments.\n"
+        "7. When a fact can change (who owns a service, a release date), name it as a family in "
+        "payload.reconciliation.family_refs (e.g. fact:release-date) when the host consents: the host's rules may "
+        "make the older memory historical on admission (the outcome lists superseded_record_ids; search and get "
+        "then return only the new one) or ask a person first. Never rewrite a memory to get around that."
     ),
     "ko": (
         "engram 메모리 사용법.\n"
@@ -37,7 +41,11 @@ GUIDES: dict[str, str] = {
         "5. withdraw와 forget은 사람의 승인이 필요합니다: gate_failed가 오면 사용자에게 알리고, 승인 후 같은 "
         "idempotency_key로 똑같은 호출을 다시 하세요.\n"
         "6. 메시지가 아니라 error.code와 error.retriable에 따라 행동하세요; 재시도 가능한 오류는 같은 "
-        "idempotency_key와 인자로 다시 시도하세요."
+        "idempotency_key와 인자로 다시 시도하세요.\n"
+        "7. 바뀔 수 있는 사실(서비스 담당자, 출시일 등)은 호스트가 동의한 경우 payload.reconciliation.family_refs에 "
+        "패밀리로 지정하세요(예: fact:release-date): 호스트 규칙에 따라 승인 시 예전 기억이 historical이 되거나"
+        "(결과의 superseded_record_ids에 표시되고, 이후 search와 get은 새 기억만 반환) 사람이 먼저 판단합니다. "
+        "이를 피하려고 기억을 고쳐 쓰지 마세요."
     ),
     "zh": (
         "engram 记忆的用法。\n"
@@ -50,7 +58,10 @@ GUIDES: dict[str, str] = {
         "5. withdraw 和 forget 需要人的批准：收到 gate_failed 时告诉用户，批准后用同一个 idempotency_key "
         "重复完全相同的调用。\n"
         "6. 依据 error.code 和 error.retriable 行事，而不是错误信息；可重试的错误请用相同的 idempotency_key "
-        "和参数重试。"
+        "和参数重试。\n"
+        "7. 会变化的事实（服务负责人、发布日期等），在主机同意时用 payload.reconciliation.family_refs 标为一个家族"
+        "（例如 fact:release-date）：主机的规则可能在收录时把旧记忆变为 historical（结果中的 superseded_record_ids "
+        "会列出，之后 search 和 get 只返回新的），或先交给人决定。不要为了绕开它而改写记忆。"
     ),
     "ja": (
         "engram メモリの使い方。\n"
@@ -64,14 +75,19 @@ GUIDES: dict[str, str] = {
         "5. withdraw と forget には人の承認が必要です：gate_failed が返ったらユーザーに伝え、承認後に同じ "
         "idempotency_key でまったく同じ呼び出しを繰り返してください。\n"
         "6. メッセージではなく error.code と error.retriable に従って行動してください；再試行可能なエラーは同じ "
-        "idempotency_key と引数で再試行してください。"
+        "idempotency_key と引数で再試行してください。\n"
+        "7. 変わりうる事実（サービスの担当者、リリース日など）は、ホストが同意していれば "
+        "payload.reconciliation.family_refs にファミリーとして指定してください（例：fact:release-date）："
+        "ホストのルールにより、採用時に古い記憶が historical になる（結果の superseded_record_ids に示され、"
+        "以後 search と get は新しい記憶だけを返す）か、先に人が判断します。"
+        "それを避けるために記憶を書き換えないでください。"
     ),
 }
 
 PROMPT = types.Prompt(
     name=GUIDE_PROMPT,
     title="How to use engram memory",
-    description="The agent guide: what to remember, search first, admission, never secrets, approvals.",
+    description="The agent guide: what to remember, search first, admission, never secrets, approvals, families.",
     arguments=[types.PromptArgument(name="language", description="en (default), ko, zh or ja", required=False)],
 )
 

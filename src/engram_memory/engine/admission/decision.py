@@ -44,6 +44,7 @@ class Decision:
     policy_version: int
     policy_digest: str
     duplicate_of: str | None = None
+    supersedes: tuple[str, ...] = ()  # current records an acceptance makes historical (families)
 
 
 def decide(
@@ -52,23 +53,30 @@ def decide(
     *,
     duplicate_of: str | None,
     tombstoned: bool,
+    supersedes: tuple[str, ...] = (),
+    weigh_against: tuple[str, ...] = (),
 ) -> Decision:
     """Ordinary rejections come first and stay rejections; only a would-be acceptance is rerouted.
 
     The tombstone guard turns an acceptance of forgotten content into a human decision, so an agent
-    cannot quietly bring back what someone chose to forget.
+    cannot quietly bring back what someone chose to forget; so does a family whose rule says a person
+    weighs the candidate against its current members (`weigh_against`, engine/admission/families.py).
+    `supersedes` is what an acceptance makes historical.
     """
 
     def verdict(kind: Verdict, *reasons: str, duplicate: str | None = None) -> Decision:
-        return Decision(kind, reasons, policy.policy_id, policy.version, policy.digest, duplicate)
+        displaced = supersedes if kind is Verdict.ACCEPT else ()
+        return Decision(kind, reasons, policy.policy_id, policy.version, policy.digest, duplicate, displaced)
 
     rejections = rejection_reasons(policy, facts)
     if rejections:
         return verdict(Verdict.REJECT, *rejections)
     if duplicate_of is not None:
         return verdict(Verdict.DUPLICATE, "duplicate_exact", duplicate=duplicate_of)
-    if tombstoned:
-        return verdict(Verdict.ADJUDICATE, "tombstone_guard")
+    held = (("tombstone_guard", tombstoned), ("family_review", bool(weigh_against)))
+    for reason, holds in held:
+        if holds:
+            return verdict(Verdict.ADJUDICATE, reason)
     if policy.mode == "review":
         # The host vouched for these in advance; the table means nothing in mode "auto".
         trusted = policy.auto_accept.matches(

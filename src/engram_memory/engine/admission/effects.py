@@ -17,6 +17,7 @@ from engram_memory.contract.instants import parse_instant
 from engram_memory.contract.states import CandidateState, RecordState
 from engram_memory.engine import journal
 from engram_memory.engine.admission.decision import Decision, Verdict
+from engram_memory.engine.admission.families import family_keys, supersede_members
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import append_event_as
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, RecordRow, StoreTx
@@ -46,8 +47,9 @@ def apply_decision(
     plaintext: bytes | None = None,
     reason_ref: str | None = None,
     payload: Mapping[str, Any] | None = None,
-) -> tuple[JournalEvent, str | None]:
-    """Journals the decision and writes its effects; returns the event and the record id, if any.
+) -> tuple[list[JournalEvent], str | None]:
+    """Journals the decision and writes its effects; returns the events (the decision's first, then one
+    per record an acceptance superseded) and the record id, if any.
 
     `plaintext` is the candidate's body when the caller opened it already, `payload` its parsed payload.
     Raises ContractError BLOB_MISSING.
@@ -67,9 +69,21 @@ def apply_decision(
         data["record_id"] = record_id
     if reason_ref is not None:
         data["reason_ref"] = reason_ref
+    if decision.supersedes:
+        data["supersedes"] = list(decision.supersedes)
     event = append_event_as(tx, scope, actor, at_ms, kind, data)
+    events = [event]
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
         create_record(deps, tx, candidate, record_id, event.cursor, at_ms, plaintext=plaintext, payload=payload)
+        events += supersede_members(
+            tx,
+            scope,
+            decision.supersedes,
+            record_id,
+            actor=actor,
+            at_ms=at_ms,
+            decision_receipt_digest=decision_digest,
+        )
     elif decision.verdict in (Verdict.DUPLICATE, Verdict.REJECT):
         tx.discard_body(scope, candidate_id)
     tx.update_candidate(
@@ -80,7 +94,7 @@ def apply_decision(
         record_id=record_id,
         review_reasons=decision.reasons if adjudication else (),
     )
-    return event, record_id
+    return events, record_id
 
 
 def create_record(
@@ -125,6 +139,9 @@ def create_record(
     )
     tx.put_body(scope, record_id, seal(deps.keyring, deps.vault, scope, record_id, "record", plaintext, at_ms))
     tx.discard_body(scope, candidate.candidate_id)
+    families = family_keys(deps.cursor_key, scope, payload)
+    if families:
+        tx.add_record_families(scope, record_id, families)
     add_index_entry(tx, scope, record_id, payload)
     if deps.indexer is not None:
         deps.indexer.schedule(scope, record_id, payload)

@@ -6,6 +6,7 @@ decision can be checked later against the policy that made it (POLICY_STALE).
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
@@ -61,6 +62,23 @@ class AutoAccept:
         }
 
 
+FAMILY_MODES = ("supersede", "adjudicate", "coexist")
+_GLOB = frozenset("*?[")
+
+
+def ref_matches(pattern: str, ref: str) -> bool:
+    """A family pattern with `*`, `?` or `[` is a shell-style glob (case-sensitive); any other is the ref."""
+    return fnmatch.fnmatchcase(ref, pattern) if _GLOB & set(pattern) else ref == pattern
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyRule:
+    """What an accepted memory does to the current memories of its scope that share a family with it."""
+
+    pattern: str
+    mode: Literal["supersede", "adjudicate", "coexist"]
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionPolicy:
     policy_id: str = "default"
@@ -75,6 +93,7 @@ class AdmissionPolicy:
     secret_categories: frozenset[str] = DEFAULT_CATEGORIES
     redact_fields: tuple[str, ...] = ()
     auto_accept: AutoAccept = AutoAccept()
+    family_rules: tuple[FamilyRule, ...] = ()
     digest: str = field(default="", compare=False)
 
     def as_mapping(self) -> dict[str, Any]:
@@ -91,6 +110,12 @@ class AdmissionPolicy:
             "secret_categories": sorted(self.secret_categories),
             "redact_fields": list(self.redact_fields),
             "auto_accept": self.auto_accept.as_mapping(),
+            # Only when set, so that a policy without them keeps the digest it always had.
+            **(
+                {"family_rules": [{"pattern": r.pattern, "mode": r.mode} for r in self.family_rules]}
+                if self.family_rules
+                else {}
+            ),
         }
 
     def with_digest(self) -> AdmissionPolicy:
@@ -98,6 +123,13 @@ class AdmissionPolicy:
 
     def may_retain(self, principal: str) -> bool:
         return "*" in self.retain_principals or principal in self.retain_principals
+
+    def consents_to(self, family_ref: str) -> bool:
+        return any(ref_matches(pattern, family_ref) for pattern in self.consented_families)
+
+    def family_mode(self, family_ref: str) -> str:
+        """The first matching rule's mode; a family no rule names coexists."""
+        return next((rule.mode for rule in self.family_rules if ref_matches(rule.pattern, family_ref)), "coexist")
 
 
 # Retention in epoch milliseconds must stay a safe integer: about 285,000 years, so a real cap is far below.
@@ -143,6 +175,24 @@ def _auto_accept(data: Mapping[str, Any]) -> AutoAccept:
     return rules
 
 
+def _family_rules(data: Mapping[str, Any]) -> tuple[FamilyRule, ...]:
+    tables = data.get("family_rules", [])
+    if not isinstance(tables, list) or not all(isinstance(table, dict) for table in tables):
+        raise PolicyError("family_rules must be an array of tables ([[family_rules]])")
+    rules = []
+    for table in tables:
+        unknown = sorted(set(table) - {"pattern", "mode"})
+        if unknown:
+            raise PolicyError(f"unknown policy key: family_rules.{unknown[0]}")
+        pattern, mode = table.get("pattern"), table.get("mode")
+        if not isinstance(pattern, str) or not pattern:
+            raise PolicyError("family_rules.pattern must be a non-empty string")
+        if mode not in FAMILY_MODES:
+            raise PolicyError("family_rules.mode must be " + ", ".join(f"'{m}'" for m in FAMILY_MODES))
+        rules.append(FamilyRule(pattern, mode))
+    return tuple(rules)
+
+
 def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
     """Parse the host's policy file content. Raises PolicyError naming the first bad key."""
     known = {
@@ -158,6 +208,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         "secrets",
         "redact_fields",
         "auto_accept",
+        "family_rules",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -192,6 +243,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         secret_categories=frozenset(categories),
         redact_fields=tuple(sorted(redact)),
         auto_accept=_auto_accept(data),
+        family_rules=_family_rules(data),
     )
     if policy.min_citations < 1 or policy.max_payload_bytes < 1 or policy.max_retention_days < 1:
         raise PolicyError("min_citations, max_payload_bytes and max_retention_days must be positive")

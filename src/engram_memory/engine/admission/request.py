@@ -15,6 +15,7 @@ from engram_memory.contract.states import CandidateState, Operation, RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.admission.decision import CandidateFacts, Decision, Verdict, decide, rejection_reasons
 from engram_memory.engine.admission.effects import apply_decision
+from engram_memory.engine.admission.families import FamilyPlan, family_refs, plan_families
 from engram_memory.engine.admission.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
@@ -90,12 +91,23 @@ def _admit(
         facts = candidate_facts(candidate)
         duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
         tombstoned = False
+        family = FamilyPlan()
         if duplicate_of is None and not rejection_reasons(policy, facts):
-            # Only a would-be acceptance needs the text: it is compared with what the scope forgot.
+            # Only a would-be acceptance needs the text: it is compared with what the scope forgot, and
+            # its families with the scope's current records.
             plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
             payload = json.loads(plaintext)["payload"]
             tombstoned = is_forgotten(deps, tx, candidate, payload)
-        decision = decide(policy, facts, duplicate_of=duplicate_of, tombstoned=tombstoned)
+            if family_refs(payload):
+                family = plan_families(deps.cursor_key, tx, scope, policy, payload)
+        decision = decide(
+            policy,
+            facts,
+            duplicate_of=duplicate_of,
+            tombstoned=tombstoned,
+            supersedes=family.supersedes,
+            weigh_against=family.weigh_against,
+        )
     decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
     events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext, payload)
 
@@ -108,6 +120,8 @@ def _admit(
     outcome: dict[str, Any] = {"status": _STATUS[decision.verdict], "candidate_id": candidate_id}
     if record_id is not None:
         outcome["record_id"] = record_id
+    if decision.supersedes:
+        outcome["superseded_record_ids"] = list(decision.supersedes)
     outcome["cursor"] = events[-1].cursor if events else head_of(tx, call).cursor
     outcome["decision_receipt_digest"] = decision_digest
     outcome["transaction_receipt_digest"] = transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, key, events)
@@ -149,7 +163,7 @@ def _apply(
     """Writes the decision's effects; returns the events appended and the record id, if any."""
     if candidate.adjudication:
         return [], None
-    event, record_id = apply_decision(
+    return apply_decision(
         deps,
         tx,
         candidate,
@@ -160,4 +174,3 @@ def _apply(
         plaintext=plaintext,
         payload=payload,
     )
-    return [event], record_id

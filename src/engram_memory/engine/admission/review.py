@@ -17,12 +17,13 @@ from engram_memory.contract.states import CandidateState, Operation, RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.admission.decision import Decision, Verdict, rejection_reasons
 from engram_memory.engine.admission.effects import EFFECTS, apply_decision
+from engram_memory.engine.admission.families import current_members, family_refs, plan_families
 from engram_memory.engine.admission.request import candidate_facts
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import host_actor, reason_ref_ok
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
-from engram_memory.engine.sealing.bodies import read_body
+from engram_memory.engine.sealing.bodies import read_body, read_payload
 from engram_memory.engine.secrets import CATEGORIES, SecretFinding, scan_value
 
 HOST_REVIEW = "host_review"
@@ -42,6 +43,20 @@ class CandidateView:
     payload: Mapping[str, Any]
     evidence: Mapping[str, Any]
     findings: tuple[SecretFinding, ...]
+    family_members: tuple[FamilyMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyMember:
+    """A current record that shares a family with the candidate, shown beside it: what accepting would
+    supersede (`supersede` rule, older) or what a person must weigh it against."""
+
+    family_ref: str
+    mode: str
+    record_id: str
+    valid_from_ms: int
+    payload: Mapping[str, Any]
+    superseded_on_accept: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +72,7 @@ class ReviewDecision:
     decided_at_ms: int
     answers_rewritten: int
     key_destroyed: bool
+    superseded: tuple[str, ...] = ()
 
 
 def review_queue(deps: Deps, *, include_unsent: bool = False, limit: int = DEFAULT_QUEUE_LIMIT) -> list[CandidateRow]:
@@ -77,19 +93,48 @@ def show_candidate(deps: Deps, candidate_id: str) -> CandidateView:
         if candidate.state != CandidateState.PENDING.value:
             raise ReviewError(f"candidate {candidate_id} is {candidate.state}: its body is gone, nothing to show")
         body = json.loads(read_body(deps, tx, candidate.scope, candidate_id, "candidate"))
+        members = _family_members(deps, tx, candidate, body["payload"])
     findings = scan_value(body, categories=_ALL_CATEGORIES)
-    return CandidateView(candidate, body["payload"], body["evidence"], tuple(findings))
+    return CandidateView(candidate, body["payload"], body["evidence"], tuple(findings), members)
+
+
+def _family_members(
+    deps: Deps, tx: StoreTx, candidate: CandidateRow, payload: Mapping[str, Any]
+) -> tuple[FamilyMember, ...]:
+    if not family_refs(payload):
+        return ()
+    policy = deps.policies.current()
+    plan = plan_families(deps.cursor_key, tx, candidate.scope, policy, payload)
+    return tuple(
+        FamilyMember(
+            family_ref=ref,
+            mode=policy.family_mode(ref),
+            record_id=record.record_id,
+            valid_from_ms=record.valid_from_ms,
+            payload=read_payload(deps, tx, candidate.scope, record.record_id, "record"),
+            superseded_on_accept=record.record_id in plan.supersedes,
+        )
+        for ref, record in current_members(deps.cursor_key, tx, candidate.scope, payload)
+    )
 
 
 def accept_candidate(
-    deps: Deps, candidate_id: str, *, decided_by: str, reason_ref: str | None = None
+    deps: Deps,
+    candidate_id: str,
+    *,
+    decided_by: str,
+    reason_ref: str | None = None,
+    supersede: bool | None = None,
 ) -> ReviewDecision:
     """A human accepts: a new searchable record, or the existing one when identical content is current.
 
+    With families: `supersede=None` follows the policy (its `supersede` rule makes the older current
+    members historical, the others stay), `True` makes every current member of the candidate's families
+    historical, `False` keeps them all current beside the new record.
     Raises ReviewError (unknown, not pending, the policy's rejection rules forbid it), ContractError
     POLICY_UNAVAILABLE, POLICY_STALE, BLOB_MISSING, STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN.
     """
-    return _decide(deps, candidate_id, accept=True, decided_by=decided_by, reason_ref=reason_ref)
+    return _decide(deps, candidate_id, accept=True, decided_by=decided_by, reason_ref=reason_ref, supersede=supersede)
 
 
 def reject_candidate(
@@ -106,7 +151,26 @@ def _find(tx: StoreTx, candidate_id: str) -> CandidateRow:
     return candidate
 
 
-def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str, reason_ref: str | None) -> ReviewDecision:
+def _displaced(deps: Deps, tx: StoreTx, candidate: CandidateRow, supersede: bool | None) -> tuple[str, ...]:
+    """The current records a human acceptance makes historical (see accept_candidate)."""
+    if supersede is False:
+        return ()
+    payload = json.loads(read_body(deps, tx, candidate.scope, candidate.candidate_id, "candidate"))["payload"]
+    if not family_refs(payload):
+        return ()
+    plan = plan_families(deps.cursor_key, tx, candidate.scope, deps.policies.current(), payload)
+    return plan.supersedes + plan.weigh_against if supersede else plan.supersedes
+
+
+def _decide(
+    deps: Deps,
+    candidate_id: str,
+    *,
+    accept: bool,
+    decided_by: str,
+    reason_ref: str | None,
+    supersede: bool | None = None,
+) -> ReviewDecision:
     if not reason_ref_ok(reason_ref):
         raise ReviewError("INVALID_SCHEMA: a reason ref is an NFC string of 1-512 UTF-8 bytes")
     policy = deps.policies.current()
@@ -140,9 +204,12 @@ def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str, rea
                 duplicate_of,
             )
         else:
-            decision = Decision(Verdict.ACCEPT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest)
+            displaced = _displaced(deps, tx, candidate, supersede)
+            decision = Decision(
+                Verdict.ACCEPT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest, None, displaced
+            )
         decision_digest = decision_receipt_digest(candidate_id, decision, now_ms)
-        event, record_id = apply_decision(
+        events, record_id = apply_decision(
             deps,
             tx,
             candidate,
@@ -157,7 +224,8 @@ def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str, rea
         if deps.policies.current().digest != policy.digest:
             raise ContractError(ErrorCode.POLICY_STALE)
         status = EFFECTS[decision.verdict][3]
-        rewritten = _rewrite_answers(tx, candidate, status, record_id, event, decision_digest)
+        event = events[0]
+        rewritten = _rewrite_answers(tx, candidate, status, record_id, events, decision.supersedes, decision_digest)
     # The body is gone in the committed state; now its key and the erased pages go too.
     key_destroyed = deps.vault.destroy([candidate_id], deps.clock.now_ms())
     deps.store.erase_physically()
@@ -166,13 +234,14 @@ def _decide(deps: Deps, candidate_id: str, *, accept: bool, decided_by: str, rea
         status=status,
         reasons=decision.reasons,
         record_id=record_id,
-        cursor=event.cursor,
+        cursor=events[-1].cursor,
         event_id=event.event_id,
         decision_receipt_digest=decision_digest,
         decided_by=decided_by,
         decided_at_ms=now_ms,
         answers_rewritten=rewritten,
         key_destroyed=key_destroyed,
+        superseded=decision.supersedes,
     )
 
 
@@ -181,7 +250,8 @@ def _rewrite_answers(
     candidate: CandidateRow,
     status: str,
     record_id: str | None,
-    event: JournalEvent,
+    events: list[JournalEvent],
+    superseded: tuple[str, ...],
     decision_digest: str,
 ) -> int:
     """Every earlier `pending_adjudication` answer for this candidate now replays the human's decision.
@@ -193,10 +263,12 @@ def _rewrite_answers(
         outcome: dict[str, Any] = {"status": status, "candidate_id": candidate.candidate_id}
         if record_id is not None:
             outcome["record_id"] = record_id
-        outcome["cursor"] = event.cursor
+        if superseded:
+            outcome["superseded_record_ids"] = list(superseded)
+        outcome["cursor"] = events[-1].cursor
         outcome["decision_receipt_digest"] = decision_digest
         outcome["transaction_receipt_digest"] = transaction_receipt_digest(
-            Tool.REQUEST_ADMISSION.value, answer.key, [event]
+            Tool.REQUEST_ADMISSION.value, answer.key, events
         )
         tx.rewrite_admission_answer(answer.scope, answer.principal, answer.key, {"outcome": outcome})
     return len(answers)

@@ -32,6 +32,7 @@ def erase_record(deps: Deps, tx: StoreTx, record: RecordRow, at_ms: int) -> dict
         # Deleted FTS5 tokens would otherwise linger in old segments.
         tx.purge_index()
     body_destroyed = tx.destroy_body(record.scope, record.record_id)
+    tx.drop_record_families(record.scope, record.record_id)
     fingerprints = forgotten_fingerprints(guard_key(deps.cursor_key), record.payload_digest, payload)
     tx.add_tombstone(record.scope, fingerprints, at_ms)
     return {

@@ -19,8 +19,10 @@ from engram_memory.contract.states import RecordState
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, MaintenanceRefused, Transition
 from engram_memory.engine.ports.maintenance import RecordFilter
-from engram_memory.engine.ports.store import RecordRow
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
+from engram_memory.host.cli.record_json import instant as _instant
+from engram_memory.host.cli.record_json import record_json
+from engram_memory.host.cli.records_as_of import list_valid_at
 from engram_memory.host.cli.records_search import search_command
 from engram_memory.host.compose import current_user
 from engram_memory.host.reads import HostReadRefused, read_record
@@ -74,33 +76,6 @@ def register(app: typer.Typer) -> None:
 
 
 # -- JSON shapes --------------------------------------------------------------------------------
-
-
-def _instant(epoch_ms: int | None) -> str | None:
-    return None if epoch_ms is None else format_instant(epoch_ms)
-
-
-def record_json(row: RecordRow) -> dict[str, Any]:
-    """Metadata only: ids, states, digests and instants, never a word of the memory."""
-    return {
-        "record_id": row.record_id,
-        "tenant": row.scope.tenant,
-        "workspace": row.scope.workspace,
-        "state": row.state,
-        "record_digest": row.payload_digest,
-        "candidate_id": row.candidate_id,
-        "trust_class": row.trust_class,
-        "principal": row.actor.principal,
-        "agent_id": row.actor.agent_id,
-        "session": row.actor.session,
-        "captured_at": format_instant(row.captured_at_ms),
-        "admitted_at": format_instant(row.admitted_at_ms),
-        "valid_from": _instant(row.valid_from_ms),
-        "valid_to": _instant(row.valid_to_ms),
-        "expires_at": _instant(row.expires_at_ms),
-        "state_cursor": row.state_cursor,
-        "superseded_by": row.superseded_by,
-    }
 
 
 def _transition_json(moved: Transition) -> dict[str, Any]:
@@ -303,11 +278,26 @@ def list_command(
     tenant: Annotated[str | None, typer.Option("--tenant")] = None,
     workspace: Annotated[str | None, typer.Option("--workspace")] = None,
     state: Annotated[RecordState | None, typer.Option("--state", help="Only records in this state.")] = None,
+    valid_at: Annotated[
+        str | None,
+        typer.Option(
+            "--valid-at",
+            metavar="INSTANT",
+            help="Only records true at this valid time (YYYY-MM-DDTHH:mm:ss.sssZ): current ones and those"
+            " another superseded later; needs --tenant and --workspace.",
+        ),
+    ] = None,
+    family: Annotated[
+        str | None, typer.Option("--family", metavar="REF", help="With --valid-at: only this reconciliation family.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many records.")] = 1000,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Records of every scope (or the one named), with their states; no memory text."""
+    if valid_at is not None or family is not None:
+        list_valid_at(tenant, workspace, state, valid_at, family, limit, home, as_json)
+        return
     # One more than asked, to tell the host whether the list was cut short.
     filters = RecordFilter(
         tenant=tenant, workspace=workspace, state=None if state is None else state.value, limit=limit + 1

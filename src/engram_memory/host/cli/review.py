@@ -22,7 +22,7 @@ from rich.text import Text
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine.admission.policy import PolicyError
-from engram_memory.engine.admission.review import CandidateView, ReviewDecision, ReviewError
+from engram_memory.engine.admission.review import CandidateView, FamilyMember, ReviewDecision, ReviewError
 from engram_memory.engine.ports.store import CandidateRow
 from engram_memory.engine.secrets import SecretFinding
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
@@ -224,6 +224,7 @@ def _render(view: CandidateView, *, terminal: bool) -> None:
         if "observed_at" in citation:
             _say(f"    observed {citation['observed_at']}")
     _render_terms(payload)
+    _render_family(view)
     _say("evidence")
     show.line("ref", evidence["evidence_ref"], "evidence/evidence_ref")
     _say(f"  digest {evidence['evidence_digest']}; cites {', '.join(evidence['citation_ids'])}")
@@ -240,6 +241,44 @@ def _render_terms(payload: Mapping[str, Any]) -> None:
     _say(f"reconciliation families: {', '.join(families) or 'none'}")
 
 
+def _primary_text(payload: Mapping[str, Any]) -> str:
+    primary = payload["primary_component_id"]
+    return str(next(c["text"] for c in payload["components"] if c["component_id"] == primary))
+
+
+def _member_json(member: FamilyMember) -> dict[str, Any]:
+    return {
+        "family_ref": member.family_ref,
+        "mode": member.mode,
+        "record_id": member.record_id,
+        "valid_from": _when(member.valid_from_ms),
+        "superseded_on_accept": member.superseded_on_accept,
+        "payload": member.payload,
+    }
+
+
+def _render_family(view: CandidateView) -> None:
+    """Each current record of the candidate's families beside the candidate: what a person weighs."""
+    if not view.family_members:
+        return
+    _say("")
+    _say("current memories of the same families (review accept --supersede | --keep-both, or reject)")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("this candidate", overflow="fold", ratio=1)
+    table.add_column("current record", overflow="fold", ratio=1)
+    mine = _primary_text(view.payload)
+    since = _when(view.payload["valid_time"]["t"])
+    for member in view.family_members:
+        fate = "superseded if accepted" if member.superseded_on_accept else "kept unless --supersede"
+        head = f"{member.record_id} ({member.family_ref}: {member.mode}; {fate})"
+        table.add_row(
+            Text(f"valid from {since}\n") + Text(printable(mine)),
+            Text(inline(head) + f"\nvalid from {_when(member.valid_from_ms)}\n")
+            + Text(printable(_primary_text(member.payload))),
+        )
+    out.print(table)
+
+
 def review_show(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
     """Decrypt one pending candidate for the human, with what the secret detector found marked."""
     with opened_engine(home) as (engine, _), _refusals():
@@ -252,6 +291,7 @@ def review_show(candidate_id: IdArgument, home: HomeOption = None, as_json: Json
             "findings": [
                 {"category": f.category, "path": f.path, "start": f.start, "end": f.end} for f in view.findings
             ],
+            "family_members": [_member_json(member) for member in view.family_members],
         }
         sys.stdout.write(json.dumps(document) + "\n")
         return
@@ -276,6 +316,7 @@ def _decision_json(decision: ReviewDecision) -> dict[str, Any]:
         "decided_at": _when(decision.decided_at_ms),
         "answers_rewritten": decision.answers_rewritten,
         "key_destruction": "complete" if decision.key_destroyed else "pending",
+        "superseded_record_ids": list(decision.superseded),
     }
 
 
@@ -289,11 +330,23 @@ def _require_policy(path: Path) -> None:
         fail(f"POLICY_UNAVAILABLE: cannot read {path} ({exc.strerror}); fix it, then decide again")
 
 
-def _decide(candidate_id: str, home: Path | None, *, accept: bool, reason: str | None, as_json: bool) -> None:
+def _decide(
+    candidate_id: str,
+    home: Path | None,
+    *,
+    accept: bool,
+    reason: str | None,
+    as_json: bool,
+    supersede: bool | None = None,
+) -> None:
     with opened_engine(home) as (engine, paths), _refusals():
         _require_policy(paths.policy)
-        decide = engine.accept_candidate if accept else engine.reject_candidate
-        decision = decide(candidate_id, decided_by=current_user(), reason_ref=reason)
+        if accept:
+            decision = engine.accept_candidate(
+                candidate_id, decided_by=current_user(), reason_ref=reason, supersede=supersede
+            )
+        else:
+            decision = engine.reject_candidate(candidate_id, decided_by=current_user(), reason_ref=reason)
     if as_json:
         sys.stdout.write(json.dumps(_decision_json(decision)) + "\n")
         return
@@ -305,6 +358,8 @@ def _decide(candidate_id: str, home: Path | None, *, accept: bool, reason: str |
         say(f"accepted {row.candidate_id} as a duplicate of the current record {decision.record_id} ({where})")
     else:
         say(f"rejected {row.candidate_id} ({where}): its body is destroyed")
+    for record_id in decision.superseded:
+        say(f"record {record_id} is now historical, superseded by {decision.record_id}")
     if decision.answers_rewritten:
         say(f"the agent's {decision.answers_rewritten} waiting admission answer(s) now replay this decision")
     if not decision.key_destroyed:
@@ -312,10 +367,27 @@ def _decide(candidate_id: str, home: Path | None, *, accept: bool, reason: str |
 
 
 def review_accept(
-    candidate_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
+    candidate_id: IdArgument,
+    reason: ReasonOption = None,
+    supersede: Annotated[
+        bool,
+        typer.Option(
+            "--supersede", help="Make every current record of the candidate's families historical (see review show)."
+        ),
+    ] = False,
+    keep_both: Annotated[
+        bool, typer.Option("--keep-both", help="Keep every current record of its families current beside it.")
+    ] = False,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Accept one pending candidate: it becomes a searchable record (or points at an identical one)."""
-    _decide(candidate_id, home, accept=True, reason=reason, as_json=as_json)
+    """Accept one pending candidate: it becomes a searchable record (or points at an identical one).
+
+    Without --supersede or --keep-both, the policy's family rules decide what it supersedes."""
+    if supersede and keep_both:
+        fail("choose one of --supersede and --keep-both")
+    choice = True if supersede else (False if keep_both else None)
+    _decide(candidate_id, home, accept=True, reason=reason, as_json=as_json, supersede=choice)
 
 
 def review_reject(

@@ -27,6 +27,7 @@ STORE_GRANTS: Mapping[str, str] = {
     "lexical_terms": "SELECT, INSERT, UPDATE, DELETE",
     "record_vectors": "SELECT, INSERT, DELETE",
     "tombstones": "SELECT, INSERT",
+    "record_families": "SELECT, INSERT, DELETE",
     "idempotency": "SELECT, INSERT",
     "confirmations": "SELECT, INSERT, UPDATE",
     "audit_log": "INSERT",

@@ -24,6 +24,7 @@ ARCHIVED_TABLES = (
     "records",
     "sealed_bodies",
     "tombstones",
+    "record_families",
     "idempotency",
     "confirmations",
     "audit_log",

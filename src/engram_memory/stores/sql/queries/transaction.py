@@ -330,6 +330,41 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         ).fetchone()
         return bool(row[0])
 
+    # -- reconciliation families -------------------------------------------------------------
+    def add_record_families(self, scope: Scope, record_id: str, family_keys: Sequence[str]) -> None:
+        self._enter_tenant(scope.tenant)
+        for family_key in sorted(set(family_keys)):
+            self._db.execute(
+                "INSERT INTO record_families (tenant, workspace, family_key, record_id) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (scope.tenant, scope.workspace, family_key, record_id),
+            )
+
+    def family_records(self, scope: Scope, family_keys: Sequence[str]) -> dict[str, list[str]]:
+        wanted = sorted(set(family_keys))
+        found: dict[str, list[str]] = {key: [] for key in wanted}
+        if not wanted:
+            return found
+        self._enter_tenant(scope.tenant)
+        marks = ", ".join("?" * len(wanted))
+        rows = self._db.execute(
+            "SELECT f.family_key, f.record_id FROM record_families f JOIN records r"  # noqa: S608 (placeholders only)
+            " ON r.tenant = f.tenant AND r.workspace = f.workspace AND r.record_id = f.record_id"
+            f" WHERE f.tenant = ? AND f.workspace = ? AND f.family_key IN ({marks}) ORDER BY r.rid",
+            (scope.tenant, scope.workspace, *wanted),
+        ).fetchall()
+        for family_key, record_id in rows:
+            found[str(family_key)].append(str(record_id))
+        return found
+
+    def drop_record_families(self, scope: Scope, record_id: str) -> bool:
+        self._enter_tenant(scope.tenant)
+        cursor = self._db.execute(
+            "DELETE FROM record_families WHERE tenant = ? AND workspace = ? AND record_id = ?",
+            (scope.tenant, scope.workspace, record_id),
+        )
+        return bool(cursor.rowcount)
+
     # -- idempotency -----------------------------------------------------------------------
     def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None:
         self._enter_tenant(scope.tenant)
