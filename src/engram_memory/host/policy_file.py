@@ -61,6 +61,14 @@ trust_classes = []
 # [[family_rules]]
 # pattern = "decision:*"
 # mode = "supersede"
+
+# Near-duplicates: "review" sends a candidate whose primary text is near-identical to a current memory of
+# its workspace (Jaccard similarity of their index tokens >= threshold, and at least min_terms tokens) to
+# a person, with the match shown. Nothing is ever dropped. "accept" (the default) lets it through.
+[near_duplicates]
+action = "accept"
+threshold = 0.9
+min_terms = 4
 """
 
 

@@ -147,7 +147,7 @@ def test_review_list_for_people_names_each_candidate_and_why(site: Site, tmp_pat
 
 def test_review_show_json_decrypts_and_locates_every_finding(site: Site) -> None:
     shown = _json("review", "show", site.flagged, "--json", "--home", site.home)
-    assert set(shown) == {"candidate", "payload", "evidence", "findings", "family_members"}
+    assert set(shown) == {"candidate", "payload", "evidence", "findings", "family_members", "near_matches"}
     assert shown["family_members"] == []
     assert set(shown["candidate"]) == ENTRY_KEYS
     text = shown["payload"]["components"][0]["text"]

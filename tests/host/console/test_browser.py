@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -49,6 +50,17 @@ class Scene:
 
     def wait_for(self, css: str) -> Any:
         return WebDriverWait(self.browser, WAIT_S).until(lambda b: b.find_element(By.CSS_SELECTOR, css))
+
+    def wait_for_text(self, css: str, needle: str) -> str:
+        """The text of the element once it holds `needle`: after a click the old page's element may still be
+        found, then go stale as the new page replaces it, so each look finds it again."""
+        waiting = WebDriverWait(
+            self.browser, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+        )
+        text: str = waiting.until(
+            lambda b: (found := b.find_element(By.CSS_SELECTOR, css).text) and needle in found and found
+        )
+        return text
 
     def pending(self, text: str) -> str:
         candidate_id = str(self.agent.value(Tool.CAPTURE.value, capture_args(text))["candidate_id"])
@@ -98,7 +110,7 @@ def test_a_candidate_accepted_in_the_queue_is_found_by_the_agents_search(signed_
     screenshot(signed_in.browser, "queue")
     card.find_element(By.NAME, "reason").send_keys("ticket:OPS-12")
     card.find_element(By.CSS_SELECTOR, "button[value=accept]").click()
-    notice = signed_in.wait_for("p.notice").text
+    notice = signed_in.wait_for_text("p.notice", "")
     assert notice.startswith(f"Accepted {candidate_id} as record mem_")
     record_id = notice.split("as record ")[1].rstrip(".")
     assert signed_in.search("planning offsite Gangneung") == [record_id]
@@ -111,7 +123,7 @@ def test_a_candidate_accepted_in_the_queue_is_found_by_the_agents_search(signed_
 def test_a_forget_approved_in_the_page_lets_the_agents_retry_succeed(signed_in: Scene) -> None:
     candidate_id = signed_in.pending("The old office door code is 4471.")
     signed_in.wait_for(f"#c-{candidate_id} button[value=accept]").click()
-    record_id = signed_in.wait_for("p.notice").text.split("as record ")[1].rstrip(".")
+    record_id = signed_in.wait_for_text("p.notice", "").split("as record ")[1].rstrip(".")
     forget = {"record_id": record_id, "idempotency_key": unique_key("forget"), "reason_ref": "reason:cleanup"}
     assert signed_in.agent.error_code(Tool.FORGET.value, forget) == "gate_failed"
     signed_in.open("/confirmations")
@@ -119,7 +131,7 @@ def test_a_forget_approved_in_the_page_lets_the_agents_retry_succeed(signed_in: 
     assert record_id in request.text and "The old office door code is 4471." in request.text
     screenshot(signed_in.browser, "confirmations")
     request.find_element(By.CSS_SELECTOR, "button[value=approve]").click()
-    assert signed_in.wait_for("p.notice").text.startswith("Approved")
+    assert signed_in.wait_for_text("p.notice", "").startswith("Approved")
     assert signed_in.agent.value(Tool.FORGET.value, forget)["receipt"]["to_state"] == "tombstoned"
     assert signed_in.search("office door code") == []
 
@@ -127,7 +139,7 @@ def test_a_forget_approved_in_the_page_lets_the_agents_retry_succeed(signed_in: 
 def test_keyboard_only_approval(signed_in: Scene) -> None:
     candidate_id = signed_in.pending("Keyboard users approve too.")
     signed_in.wait_for(f"#c-{candidate_id} button[value=accept]").click()
-    record_id = signed_in.wait_for("p.notice").text.split("as record ")[1].rstrip(".")
+    record_id = signed_in.wait_for_text("p.notice", "").split("as record ")[1].rstrip(".")
     forget = {"record_id": record_id, "idempotency_key": unique_key("forget"), "reason_ref": "reason:kbd"}
     assert signed_in.agent.error_code(Tool.FORGET.value, forget) == "gate_failed"
     signed_in.open("/confirmations")
@@ -141,7 +153,7 @@ def test_keyboard_only_approval(signed_in: Scene) -> None:
     else:
         raise AssertionError("the Approve button is not reachable with Tab")
     keys.send_keys(Keys.ENTER).perform()
-    assert signed_in.wait_for("p.notice").text.startswith("Approved")
+    assert signed_in.wait_for_text("p.notice", "").startswith("Approved")
     assert signed_in.agent.value(Tool.FORGET.value, forget)["receipt"]["to_state"] == "tombstoned"
 
 
@@ -152,7 +164,7 @@ def test_a_post_without_its_csrf_token_and_a_request_without_the_session_are_ref
         "arguments[0].querySelector('input[name=csrf]').remove();", card.find_element(By.TAG_NAME, "form")
     )
     card.find_element(By.CSS_SELECTOR, "button[value=accept]").click()
-    assert "Refused" in signed_in.wait_for("h1").text
+    assert "Refused" in signed_in.wait_for_text("h1", "Refused")
     signed_in.open("/queue")
     assert signed_in.wait_for(f"#c-{candidate_id}")  # still waiting
 
@@ -187,4 +199,4 @@ def test_every_page_renders_and_is_saved_as_a_screenshot(signed_in: Scene) -> No
         assert heading and "Sign-in" not in heading and "wrong" not in heading
         screenshot(signed_in.browser, name)
     signed_in.wait_for("form[action='/health/verify'] button").click()
-    assert signed_in.wait_for("p.notice").text == "Verified: no problems."
+    assert signed_in.wait_for_text("p.notice", "Verified") == "Verified: no problems."

@@ -55,12 +55,14 @@ def decide(
     tombstoned: bool,
     supersedes: tuple[str, ...] = (),
     weigh_against: tuple[str, ...] = (),
+    near_duplicate: bool = False,
 ) -> Decision:
     """Ordinary rejections come first and stay rejections; only a would-be acceptance is rerouted.
 
     The tombstone guard turns an acceptance of forgotten content into a human decision, so an agent
     cannot quietly bring back what someone chose to forget; so does a family whose rule says a person
-    weighs the candidate against its current members (`weigh_against`, engine/admission/families.py).
+    weighs the candidate against its current members (`weigh_against`, engine/admission/families.py), and
+    a near-identical current memory (`near_duplicate`, engine/admission/near_duplicates.py).
     `supersedes` is what an acceptance makes historical.
     """
 
@@ -73,7 +75,11 @@ def decide(
         return verdict(Verdict.REJECT, *rejections)
     if duplicate_of is not None:
         return verdict(Verdict.DUPLICATE, "duplicate_exact", duplicate=duplicate_of)
-    held = (("tombstone_guard", tombstoned), ("family_review", bool(weigh_against)))
+    held = (
+        ("tombstone_guard", tombstoned),
+        ("family_review", bool(weigh_against)),
+        ("near_duplicate", near_duplicate),
+    )
     for reason, holds in held:
         if holds:
             return verdict(Verdict.ADJUDICATE, reason)

@@ -80,6 +80,18 @@ class FamilyRule:
 
 
 @dataclass(frozen=True, slots=True)
+class NearDuplicates:
+    """The near-duplicate rule (engine/admission/near_duplicates.py): off (`accept`) unless the host asks."""
+
+    action: Literal["accept", "review"] = "accept"
+    threshold: float = 0.9
+    min_terms: int = 4
+
+    def as_mapping(self) -> dict[str, Any]:
+        return {"action": self.action, "threshold": self.threshold, "min_terms": self.min_terms}
+
+
+@dataclass(frozen=True, slots=True)
 class AdmissionPolicy:
     policy_id: str = "default"
     version: int = 1
@@ -94,6 +106,7 @@ class AdmissionPolicy:
     redact_fields: tuple[str, ...] = ()
     auto_accept: AutoAccept = AutoAccept()
     family_rules: tuple[FamilyRule, ...] = ()
+    near_duplicates: NearDuplicates = NearDuplicates()
     digest: str = field(default="", compare=False)
 
     def as_mapping(self) -> dict[str, Any]:
@@ -193,6 +206,25 @@ def _family_rules(data: Mapping[str, Any]) -> tuple[FamilyRule, ...]:
     return tuple(rules)
 
 
+def _near_duplicates(data: Mapping[str, Any]) -> NearDuplicates:
+    table = data.get("near_duplicates", {})
+    if not isinstance(table, dict):
+        raise PolicyError("[near_duplicates] must be a table")
+    unknown = sorted(set(table) - {"action", "threshold", "min_terms"})
+    if unknown:
+        raise PolicyError(f"unknown policy key: near_duplicates.{unknown[0]}")
+    action = table.get("action", "accept")
+    if action not in ("accept", "review"):
+        raise PolicyError("near_duplicates.action must be 'accept' or 'review'")
+    threshold = table.get("threshold", 0.9)
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
+        raise PolicyError("near_duplicates.threshold must be a number above 0 and at most 1")
+    min_terms = _get(table, "min_terms", int, 4)
+    if not 1 <= min_terms <= 1000:
+        raise PolicyError("near_duplicates.min_terms must be between 1 and 1000")
+    return NearDuplicates(action, float(threshold), min_terms)
+
+
 def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
     """Parse the host's policy file content. Raises PolicyError naming the first bad key."""
     known = {
@@ -209,6 +241,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         "redact_fields",
         "auto_accept",
         "family_rules",
+        "near_duplicates",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -244,6 +277,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         redact_fields=tuple(sorted(redact)),
         auto_accept=_auto_accept(data),
         family_rules=_family_rules(data),
+        near_duplicates=_near_duplicates(data),
     )
     if policy.min_citations < 1 or policy.max_payload_bytes < 1 or policy.max_retention_days < 1:
         raise PolicyError("min_citations, max_payload_bytes and max_retention_days must be positive")

@@ -16,6 +16,7 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine.admission.decision import CandidateFacts, Decision, Verdict, decide, rejection_reasons
 from engram_memory.engine.admission.effects import apply_decision
 from engram_memory.engine.admission.families import FamilyPlan, family_refs, plan_families
+from engram_memory.engine.admission.near_duplicates import is_near_duplicate
 from engram_memory.engine.admission.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
@@ -90,7 +91,7 @@ def _admit(
     else:
         facts = candidate_facts(candidate)
         duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
-        tombstoned = False
+        tombstoned = near = False
         family = FamilyPlan()
         if duplicate_of is None and not rejection_reasons(policy, facts):
             # Only a would-be acceptance needs the text: it is compared with what the scope forgot, and
@@ -100,6 +101,7 @@ def _admit(
             tombstoned = is_forgotten(deps, tx, candidate, payload)
             if family_refs(payload):
                 family = plan_families(deps.cursor_key, tx, scope, policy, payload)
+            near = is_near_duplicate(tx, scope, policy, payload, call.now_ms, family.supersedes)
         decision = decide(
             policy,
             facts,
@@ -107,6 +109,7 @@ def _admit(
             tombstoned=tombstoned,
             supersedes=family.supersedes,
             weigh_against=family.weigh_against,
+            near_duplicate=near,
         )
     decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
     events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext, payload)

@@ -18,6 +18,7 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine.admission.decision import Decision, Verdict, rejection_reasons
 from engram_memory.engine.admission.effects import EFFECTS, apply_decision
 from engram_memory.engine.admission.families import current_members, family_refs, plan_families
+from engram_memory.engine.admission.near_duplicates import near_matches
 from engram_memory.engine.admission.request import candidate_facts
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import host_actor, reason_ref_ok
@@ -44,6 +45,16 @@ class CandidateView:
     evidence: Mapping[str, Any]
     findings: tuple[SecretFinding, ...]
     family_members: tuple[FamilyMember, ...] = ()
+    near_matches: tuple[NearMatchView, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NearMatchView:
+    """A current record the near-duplicate rule found near-identical to the candidate, shown beside it."""
+
+    record_id: str
+    similarity: float
+    payload: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +105,21 @@ def show_candidate(deps: Deps, candidate_id: str) -> CandidateView:
             raise ReviewError(f"candidate {candidate_id} is {candidate.state}: its body is gone, nothing to show")
         body = json.loads(read_body(deps, tx, candidate.scope, candidate_id, "candidate"))
         members = _family_members(deps, tx, candidate, body["payload"])
+        near = _near_matches(deps, tx, candidate, body["payload"])
     findings = scan_value(body, categories=_ALL_CATEGORIES)
-    return CandidateView(candidate, body["payload"], body["evidence"], tuple(findings), members)
+    return CandidateView(candidate, body["payload"], body["evidence"], tuple(findings), members, near)
+
+
+def _near_matches(
+    deps: Deps, tx: StoreTx, candidate: CandidateRow, payload: Mapping[str, Any]
+) -> tuple[NearMatchView, ...]:
+    if "near_duplicate" not in candidate.review_reasons:
+        return ()
+    found = near_matches(tx, candidate.scope, deps.policies.current(), payload, deps.clock.now_ms())
+    return tuple(
+        NearMatchView(m.record_id, m.similarity, read_payload(deps, tx, candidate.scope, m.record_id, "record"))
+        for m in found
+    )
 
 
 def _family_members(

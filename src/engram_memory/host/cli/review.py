@@ -225,6 +225,7 @@ def _render(view: CandidateView, *, terminal: bool) -> None:
             _say(f"    observed {citation['observed_at']}")
     _render_terms(payload)
     _render_family(view)
+    _render_near(view)
     _say("evidence")
     show.line("ref", evidence["evidence_ref"], "evidence/evidence_ref")
     _say(f"  digest {evidence['evidence_digest']}; cites {', '.join(evidence['citation_ids'])}")
@@ -255,6 +256,24 @@ def _member_json(member: FamilyMember) -> dict[str, Any]:
         "superseded_on_accept": member.superseded_on_accept,
         "payload": member.payload,
     }
+
+
+def _render_near(view: CandidateView) -> None:
+    """Each near-identical current record beside the candidate (the near-duplicate rule's finding)."""
+    if not view.near_matches:
+        return
+    _say("")
+    _say("near-identical current memories (review accept keeps both; or reject)")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("this candidate", overflow="fold", ratio=1)
+    table.add_column("current record", overflow="fold", ratio=1)
+    for match in view.near_matches:
+        table.add_row(
+            Text(printable(_primary_text(view.payload))),
+            Text(inline(f"{match.record_id} (similarity {match.similarity:.2f})") + "\n")
+            + Text(printable(_primary_text(match.payload))),
+        )
+    out.print(table)
 
 
 def _render_family(view: CandidateView) -> None:
@@ -292,6 +311,9 @@ def review_show(candidate_id: IdArgument, home: HomeOption = None, as_json: Json
                 {"category": f.category, "path": f.path, "start": f.start, "end": f.end} for f in view.findings
             ],
             "family_members": [_member_json(member) for member in view.family_members],
+            "near_matches": [
+                {"record_id": m.record_id, "similarity": m.similarity, "payload": m.payload} for m in view.near_matches
+            ],
         }
         sys.stdout.write(json.dumps(document) + "\n")
         return
