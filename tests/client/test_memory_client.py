@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from engram_memory.client import EngramError, MemoryClient
+from engram_memory.host.policy_file import DEFAULT_POLICY_TOML
 from engram_memory.host.settings import HostPaths
 from mcp import Client, StdioServerParameters
 from tests.support.agents import LEXICAL_ONLY
@@ -133,3 +134,25 @@ def test_the_package_has_nothing_of_the_server(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert done.stdout.strip() == "['client']"
+
+
+def test_remember_reports_what_a_family_superseded(home: HostPaths) -> None:
+    policy = DEFAULT_POLICY_TOML.replace("consented_families = []", 'consented_families = ["fact:*"]')
+    home.policy.write_text(policy + '\n[[family_rules]]\npattern = "fact:*"\nmode = "supersede"\n', encoding="utf-8")
+
+    async def scenario(client: Client) -> None:
+        memory = await MemoryClient.discover(client)
+        old = await memory.remember(
+            "The client-test deploy window is Tuesday.", source="wiki:deploy", family_refs=["fact:client-deploy"]
+        )
+        new = await memory.remember(
+            "The client-test deploy window is Thursday.",
+            source="wiki:deploy",
+            family_refs=["fact:client-deploy"],
+            valid_from_ms=1_800_000_000_000,
+        )
+        assert old.superseded == () and new.superseded == (old.record_id,)
+        found = [m.record_id for m in await memory.search("client-test deploy window")]
+        assert found == [new.record_id]
+
+    _run(home, "workspace-families", scenario)

@@ -49,11 +49,12 @@ class EngramError(Exception):
 @dataclass(frozen=True)
 class Remembered:
     """What admission decided: `accepted` and `duplicate_exact` carry the record_id; `pending_adjudication`
-    waits for a person; `rejected` is final."""
+    waits for a person; `rejected` is final. `superseded`: the records of its families it made historical."""
 
     candidate_id: str
     status: str
     record_id: str | None
+    superseded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,10 @@ class MemoryClient:
         outcome = decided["outcome"]
         del self._pending[fingerprint]
         record_id = outcome.get("record_id")
-        return Remembered(candidate_id, str(outcome["status"]), None if record_id is None else str(record_id))
+        superseded = tuple(str(other) for other in outcome.get("superseded_record_ids", ()))
+        return Remembered(
+            candidate_id, str(outcome["status"]), None if record_id is None else str(record_id), superseded
+        )
 
     def _capture_arguments(
         self,
