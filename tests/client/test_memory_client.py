@@ -149,7 +149,6 @@ def test_remember_reports_what_a_family_superseded(home: HostPaths) -> None:
             "The client-test deploy window is Thursday.",
             source="wiki:deploy",
             family_refs=["fact:client-deploy"],
-            valid_from_ms=1_800_000_000_000,
         )
         assert old.superseded == () and new.superseded == (old.record_id,)
         found = [m.record_id for m in await memory.search("client-test deploy window")]
