@@ -100,3 +100,43 @@ def test_korean_chinese_and_japanese_candidates_are_shown_whole(signed_in: Site)
         signed_in.waiting(text)
     page = signed_in.client.get("/queue").text
     assert all(text in page for text in texts)
+
+
+def _family_policy(site: Site, mode: str) -> None:
+    text = site.paths.policy.read_text(encoding="utf-8")
+    text = text.replace("consented_families = []", 'consented_families = ["team:*"]')
+    site.paths.policy.write_text(text + f'\n[[family_rules]]\npattern = "team:*"\nmode = "{mode}"\n', encoding="utf-8")
+
+
+def _in_family(site: Site, text: str, t: int) -> str:
+    captured = site.agent.capture(text, valid_from_ms=t, reconciliation={"family_refs": ["team:ingress"]})
+    assert site.agent.admit(captured["candidate_id"])["status"] == "pending_adjudication"
+    return str(captured["candidate_id"])
+
+
+def test_a_family_pair_is_shown_side_by_side_and_accepting_with_supersede_retires_the_old(signed_in: Site) -> None:
+    _family_policy(signed_in, "adjudicate")
+    old = signed_in.engine.accept_candidate(
+        _in_family(signed_in, "The platform team owns the ingress.", 1_700_000_000_000), decided_by=DECIDER
+    ).record_id
+    candidate_id = _in_family(signed_in, "The networking team owns the ingress.", 1_700_086_400_000)
+    page = html.unescape(signed_in.client.get("/queue").text)
+    assert "Beside the current memories it competes with" in page
+    assert f"<code>{old}</code> · family team:ingress (adjudicate): kept unless superseded" in page
+    assert "The platform team owns the ingress." in page and "The networking team owns the ingress." in page
+    assert 'value="accept_supersede"' in page and 'value="accept_keep"' in page
+    answer = signed_in.post("/queue/decide", {"candidate_id": candidate_id, "decision": "accept_supersede"})
+    assert f"It superseded {old}." in html.unescape(signed_in.client.get(answer.headers["location"]).text)
+    found = signed_in.agent.value(Tool.SEARCH.value, {"query": "team owns the ingress", "purpose_ref": PURPOSE})
+    assert [p["record"]["record_id"] for p in found["records"]] != [old] and len(found["records"]) == 1
+
+
+def test_accepting_a_family_pair_keeping_both_leaves_the_old_current(signed_in: Site) -> None:
+    _family_policy(signed_in, "adjudicate")
+    old = signed_in.engine.accept_candidate(
+        _in_family(signed_in, "Staging refreshes nightly.", 1_700_000_000_000), decided_by=DECIDER
+    ).record_id
+    candidate_id = _in_family(signed_in, "Staging refreshes before each release.", 1_700_086_400_000)
+    signed_in.post("/queue/decide", {"candidate_id": candidate_id, "decision": "accept_keep"})
+    found = signed_in.agent.value(Tool.SEARCH.value, {"query": "staging refreshes", "purpose_ref": PURPOSE})
+    assert old in [p["record"]["record_id"] for p in found["records"]] and len(found["records"]) == 2

@@ -25,7 +25,10 @@ SHOWN = 50
 REASONS = {
     "review_mode": "the policy sends every candidate to review",
     "tombstone_guard": "it matches text that was forgotten earlier (tombstone guard)",
+    "family_review": "it competes with a current memory of the same family (shown beside it)",
+    "near_duplicate": "it is near-identical to a current memory (shown beside it)",
 }
+CHOICES = {"accept": None, "accept_supersede": True, "accept_keep": False, "reject": None}
 
 
 def reason_text(reason: str) -> str:
@@ -35,12 +38,46 @@ def reason_text(reason: str) -> str:
 
 
 @dataclass(frozen=True)
+class Beside:
+    """A current record a person weighs the candidate against, shown in the column beside it."""
+
+    record_id: str
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Shown:
     view: CandidateView
     components: list[tuple[dict[str, Any], list[Piece], bool]]
     citations: list[tuple[dict[str, Any], list[Piece], list[Piece]]]
     reasons: list[str]
     tombstone_match: bool
+    primary_text: str = ""
+    beside: tuple[Beside, ...] = ()
+    families: bool = False
+
+
+def _primary(payload: Any) -> str:
+    primary = payload["primary_component_id"]
+    return str(next(c["text"] for c in payload["components"] if c["component_id"] == primary))
+
+
+def _beside(view: CandidateView) -> tuple[Beside, ...]:
+    family = [
+        Beside(
+            m.record_id,
+            f"family {m.family_ref} ({m.mode}): "
+            + ("superseded if accepted" if m.superseded_on_accept else "kept unless superseded"),
+            _primary(m.payload),
+        )
+        for m in view.family_members
+    ]
+    near = [
+        Beside(m.record_id, f"near-identical (similarity {m.similarity:.2f})", _primary(m.payload))
+        for m in view.near_matches
+    ]
+    return tuple(family + near)
 
 
 def shown(view: CandidateView) -> Shown:
@@ -62,7 +99,16 @@ def shown(view: CandidateView) -> Shown:
         for index, citation in enumerate(payload["citations"])
     ]
     reasons = [reason_text(reason) for reason in view.candidate.review_reasons]
-    return Shown(view, components, citations, reasons, "tombstone_guard" in view.candidate.review_reasons)
+    return Shown(
+        view,
+        components,
+        citations,
+        reasons,
+        "tombstone_guard" in view.candidate.review_reasons,
+        _primary(payload),
+        _beside(view),
+        bool(view.family_members),
+    )
 
 
 def _waiting(request: Request) -> tuple[list[Shown], int]:
@@ -99,7 +145,8 @@ def queue_live(request: Request) -> Response:
 def _said(decision: ReviewDecision) -> str:
     row = decision.candidate
     if decision.status == "accepted":
-        return f"Accepted {row.candidate_id} as record {decision.record_id}."
+        superseded = f" It superseded {', '.join(decision.superseded)}." if decision.superseded else ""
+        return f"Accepted {row.candidate_id} as record {decision.record_id}.{superseded}"
     if decision.status == "duplicate_exact":
         return f"Accepted {row.candidate_id} as a duplicate of the current record {decision.record_id}."
     return f"Rejected {row.candidate_id}: its body is destroyed."
@@ -109,16 +156,20 @@ def queue_decide(request: Request, form: FormData) -> Response:
     console = console_of(request)
     candidate_id = text_field(form, "candidate_id", limit=200)
     choice = form.get("decision")
-    if candidate_id is None or choice not in ("accept", "reject"):
+    if candidate_id is None or choice not in CHOICES:
         return after_decision("/queue", "Choose accept or reject for a candidate.")
     reason = reason_field(form)
     try:
         read_policy(console.paths.policy)
     except (PolicyError, OSError):
         return after_decision("/queue", "policy.toml cannot be read; fix it, then decide again.")
-    decide = console.engine.accept_candidate if choice == "accept" else console.engine.reject_candidate
     try:
-        decision = decide(candidate_id, decided_by=console.decided_by, reason_ref=reason)
+        if choice == "reject":
+            decision = console.engine.reject_candidate(candidate_id, decided_by=console.decided_by, reason_ref=reason)
+        else:
+            decision = console.engine.accept_candidate(
+                candidate_id, decided_by=console.decided_by, reason_ref=reason, supersede=CHOICES[str(choice)]
+            )
     except ReviewError as refused:
         return after_decision("/queue", f"Not decided: {refused}")
     except ContractError as fault:
