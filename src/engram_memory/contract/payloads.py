@@ -4,6 +4,7 @@ place so that it changes with the schema."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,3 +47,9 @@ def one_source_payload(
             }
         ],
     }
+
+
+def primary_text(payload: Mapping[str, Any]) -> str:
+    """The text of a payload's primary component (what a memory says first)."""
+    primary = payload["primary_component_id"]
+    return str(next(c["text"] for c in payload["components"] if c["component_id"] == primary))

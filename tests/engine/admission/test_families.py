@@ -3,21 +3,17 @@ coexist; replay; the tombstone guard; the review of an adjudicated pair; isolati
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from engram_memory.contract.binding import Binding
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import Scope
-from engram_memory.host.bindings import issue_binding
-from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML
 from engram_memory.host.settings import HostPaths
 from tests.support.clocks import ManualClock
-from tests.support.homes import ALL_GRANTS, journal_of
+from tests.support.homes import bind, journal_of
 from tests.support.inprocess import InProcessAgent
-from tests.support.payloads import PURPOSE, unique_key
+from tests.support.payloads import unique_key
 from tests.support.raw import rows
 
 SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
@@ -36,21 +32,7 @@ def _policy(paths: HostPaths, *rules: tuple[str, str], mode: str = "auto") -> No
 
 
 def _agent(served: Engine, paths: HostPaths, workspace: str = "workspace-1") -> InProcessAgent:
-    issued = issue_binding(
-        load_signing_key(paths),
-        session="session-1",
-        purpose_ref=PURPOSE,
-        grants=ALL_GRANTS,
-        confirm_mutations=False,
-        lifetime_s=3600,
-        now_s=int(time.time()),
-        tenant="tenant-a",
-        workspace=workspace,
-        principal="alice",
-        agent_id="agent-1",
-    )
-    binding: Binding = issued.binding
-    return InProcessAgent(served, binding)
+    return InProcessAgent(served, bind(paths, workspace=workspace).binding)
 
 
 def _families(*refs: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engram_memory.contract.payloads import primary_text
 from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.ports.store import Scope, StoreTx
 from engram_memory.engine.recall.ranking import rarest_terms
@@ -28,11 +29,6 @@ PROBE_TERMS = 64  # rarest terms of the candidate the lookup uses
 class NearMatch:
     record_id: str
     similarity: float
-
-
-def primary_text(payload: Mapping[str, Any]) -> str:
-    primary = payload["primary_component_id"]
-    return str(next(c["text"] for c in payload["components"] if c["component_id"] == primary))
 
 
 def jaccard(left: set[str], right: set[str]) -> float:

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
+from engram_memory.contract.payloads import primary_text
 from engram_memory.engine.admission.policy import PolicyError
 from engram_memory.engine.admission.review import CandidateView, FamilyMember, ReviewDecision, ReviewError
 from engram_memory.engine.ports.store import CandidateRow
@@ -242,11 +243,6 @@ def _render_terms(payload: Mapping[str, Any]) -> None:
     _say(f"reconciliation families: {', '.join(families) or 'none'}")
 
 
-def _primary_text(payload: Mapping[str, Any]) -> str:
-    primary = payload["primary_component_id"]
-    return str(next(c["text"] for c in payload["components"] if c["component_id"] == primary))
-
-
 def _member_json(member: FamilyMember) -> dict[str, Any]:
     return {
         "family_ref": member.family_ref,
@@ -258,44 +254,42 @@ def _member_json(member: FamilyMember) -> dict[str, Any]:
     }
 
 
-def _render_near(view: CandidateView) -> None:
-    """Each near-identical current record beside the candidate (the near-duplicate rule's finding)."""
-    if not view.near_matches:
+def _beside(title: str, rows: list[tuple[Text, Text]]) -> None:
+    """The candidate beside each current record a person weighs it against, in two columns."""
+    if not rows:
         return
     _say("")
-    _say("near-identical current memories (review accept keeps both; or reject)")
+    _say(title)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("this candidate", overflow="fold", ratio=1)
     table.add_column("current record", overflow="fold", ratio=1)
-    for match in view.near_matches:
-        table.add_row(
-            Text(printable(_primary_text(view.payload))),
-            Text(inline(f"{match.record_id} (similarity {match.similarity:.2f})") + "\n")
-            + Text(printable(_primary_text(match.payload))),
-        )
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
+
+
+def _render_near(view: CandidateView) -> None:
+    mine = Text(printable(primary_text(view.payload)))
+    rows = [
+        (
+            mine,
+            Text(inline(f"{m.record_id} (similarity {m.similarity:.2f})") + "\n")
+            + Text(printable(primary_text(m.payload))),
+        )
+        for m in view.near_matches
+    ]
+    _beside("near-identical current memories (review accept keeps both; or reject)", rows)
 
 
 def _render_family(view: CandidateView) -> None:
-    """Each current record of the candidate's families beside the candidate: what a person weighs."""
-    if not view.family_members:
-        return
-    _say("")
-    _say("current memories of the same families (review accept --supersede | --keep-both, or reject)")
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("this candidate", overflow="fold", ratio=1)
-    table.add_column("current record", overflow="fold", ratio=1)
-    mine = _primary_text(view.payload)
-    since = _when(view.payload["valid_time"]["t"])
+    mine = Text(f"valid from {_when(view.payload['valid_time']['t'])}\n") + Text(printable(primary_text(view.payload)))
+    rows = []
     for member in view.family_members:
         fate = "superseded if accepted" if member.superseded_on_accept else "kept unless --supersede"
         head = f"{member.record_id} ({member.family_ref}: {member.mode}; {fate})"
-        table.add_row(
-            Text(f"valid from {since}\n") + Text(printable(mine)),
-            Text(inline(head) + f"\nvalid from {_when(member.valid_from_ms)}\n")
-            + Text(printable(_primary_text(member.payload))),
-        )
-    out.print(table)
+        other = Text(inline(head) + f"\nvalid from {_when(member.valid_from_ms)}\n")
+        rows.append((mine, other + Text(printable(primary_text(member.payload)))))
+    _beside("current memories of the same families (review accept --supersede | --keep-both, or reject)", rows)
 
 
 def review_show(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.contract.payloads import primary_text
 from engram_memory.engine.admission.policy import PolicyError
 from engram_memory.engine.admission.review import CandidateView, ReviewDecision, ReviewError
 from engram_memory.host.console.context import console_of, reason_field, text_field
@@ -58,23 +59,18 @@ class Shown:
     families: bool = False
 
 
-def _primary(payload: Any) -> str:
-    primary = payload["primary_component_id"]
-    return str(next(c["text"] for c in payload["components"] if c["component_id"] == primary))
-
-
 def _beside(view: CandidateView) -> tuple[Beside, ...]:
     family = [
         Beside(
             m.record_id,
             f"family {m.family_ref} ({m.mode}): "
             + ("superseded if accepted" if m.superseded_on_accept else "kept unless superseded"),
-            _primary(m.payload),
+            primary_text(m.payload),
         )
         for m in view.family_members
     ]
     near = [
-        Beside(m.record_id, f"near-identical (similarity {m.similarity:.2f})", _primary(m.payload))
+        Beside(m.record_id, f"near-identical (similarity {m.similarity:.2f})", primary_text(m.payload))
         for m in view.near_matches
     ]
     return tuple(family + near)
@@ -105,7 +101,7 @@ def shown(view: CandidateView) -> Shown:
         citations,
         reasons,
         "tombstone_guard" in view.candidate.review_reasons,
-        _primary(payload),
+        primary_text(payload),
         _beside(view),
         bool(view.family_members),
     )
