@@ -6,7 +6,7 @@ threshold (default: the documented 0.9, min_terms 4) and mode `auto`. Prints how
 accepted, routed to review (near_duplicate), rejected by another rule, and lost without a decision on
 record (must be 0: the rule never drops anything).
 
-    .venv/bin/python bench/near_duplicates.py DATA_DIR [--threshold X] [--min-terms N] [--json]
+    .venv/bin/python bench/near_duplicates.py DATA_DIR [--threshold X] [--min-terms N] [--semantic COSINE] [--json]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from harness import bench_binding, value_of
 from locomo import CONTEXT_TURNS, PURPOSE, capture_arguments, load_folder
 
 
-def run(folder: Path, threshold: float, min_terms: int) -> dict[str, object]:
+def run(folder: Path, threshold: float, min_terms: int, semantic: float | None = None) -> dict[str, object]:
     conversations = load_folder(folder)
     statuses: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
@@ -36,8 +36,12 @@ def run(folder: Path, threshold: float, min_terms: int) -> dict[str, object]:
         policy = DEFAULT_POLICY_TOML.replace('action = "accept"', 'action = "review"')
         policy = policy.replace("threshold = 0.9", f"threshold = {threshold}")
         policy = policy.replace("min_terms = 4", f"min_terms = {min_terms}")
+        if semantic is not None:
+            policy = policy.replace("semantic_threshold = 0.98", f"semantic_threshold = {semantic}")
         paths.policy.write_text(policy, encoding="utf-8")
-        with open_engine(paths, semantic=False) as engine:
+        with open_engine(paths, semantic=semantic is not None) as engine:
+            if semantic is not None and engine.deps.semantic is None:
+                raise SystemExit("--semantic needs the semantic extra: pip install '.[semantic]'")
             for n, conversation in enumerate(conversations):
                 binding = bench_binding(paths, tenant="locomo", workspace=f"conversation-{n + 1}", purpose=PURPOSE)
                 for t, turn in enumerate(conversation.turns):
@@ -57,6 +61,7 @@ def run(folder: Path, threshold: float, min_terms: int) -> dict[str, object]:
         "turns": turns,
         "threshold": threshold,
         "min_terms": min_terms,
+        "semantic_threshold": semantic,
         "accepted": statuses["accepted"],
         "duplicate_exact": statuses["duplicate_exact"],
         "routed_to_review": routed,
@@ -72,9 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("data", type=Path)
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--min-terms", type=int, default=4)
+    parser.add_argument(
+        "--semantic",
+        type=float,
+        metavar="COSINE",
+        help="also compare embeddings (the semantic extra) at this cosine (the documented default is 0.98)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result = run(args.data, args.threshold, args.min_terms)
+    result = run(args.data, args.threshold, args.min_terms, args.semantic)
     if args.json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:

@@ -62,12 +62,14 @@ trust_classes = []
 # pattern = "decision:*"
 # mode = "supersede"
 
-# Near-duplicates: "review" sends a candidate whose primary text is near-identical to a current memory of
-# its workspace (Jaccard similarity of their index tokens >= threshold, and at least min_terms tokens) to
-# a person, with the match shown. Nothing is ever dropped. "accept" (the default) lets it through.
+# Near-duplicates: "review" sends a candidate that is near-identical to a current memory of its workspace
+# to a person, with the match shown: Jaccard similarity of their index tokens >= threshold, or, with an
+# embedding model installed, cosine of their embeddings >= semantic_threshold (either way the candidate
+# needs at least min_terms tokens). Nothing is ever dropped. "accept" (the default) lets it through.
 [near_duplicates]
 action = "accept"
 threshold = 0.9
+semantic_threshold = 0.98
 min_terms = 4
 """
 

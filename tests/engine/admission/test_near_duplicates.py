@@ -105,6 +105,7 @@ def test_near_identical_korean_chinese_and_japanese_are_found(
         ({"action": "drop"}, "near_duplicates.action"),
         ({"threshold": 0}, "near_duplicates.threshold"),
         ({"threshold": 1.5}, "near_duplicates.threshold"),
+        ({"semantic_threshold": "high"}, "near_duplicates.semantic_threshold"),
         ({"min_terms": 0}, "near_duplicates.min_terms"),
         ({"other": 1}, "near_duplicates.other"),
     ],
@@ -117,3 +118,27 @@ def test_a_bad_rule_is_refused_naming_the_key(table: dict[str, object], reason: 
 def test_the_default_rule_leaves_the_policy_digest_as_it_was() -> None:
     assert policy_from_mapping({}).digest == policy_from_mapping({"near_duplicates": {"action": "accept"}}).digest
     assert policy_from_mapping({"near_duplicates": {"action": "review"}}).near_duplicates == NearDuplicates("review")
+
+
+SPELLED = (
+    "The colour of the staging banner is grey so nobody mistakes it for production.",
+    "The color of the staging banner is gray so nobody mistakes it for production.",
+)
+
+
+def test_with_a_model_a_respelling_the_tokens_miss_is_found_by_the_embeddings(
+    agent: InProcessAgent, steered: Engine, paths: HostPaths
+) -> None:
+    _rule(paths)
+    first = agent.remember(SPELLED[0])
+    waiting = _status(agent, SPELLED[1])
+    assert waiting["status"] == "pending_adjudication"
+    [match] = steered.candidate_view(str(waiting["candidate_id"])).near_matches
+    assert match.record_id == first and match.similarity < 0.9
+    assert match.semantic is not None and match.semantic >= 0.98
+
+
+def test_without_a_model_the_same_respelling_is_accepted(lexical_agent: InProcessAgent, paths: HostPaths) -> None:
+    _rule(paths)
+    lexical_agent.remember(SPELLED[0])
+    assert _status(lexical_agent, SPELLED[1])["status"] == "accepted"

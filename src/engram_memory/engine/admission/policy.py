@@ -86,9 +86,15 @@ class NearDuplicates:
     action: Literal["accept", "review"] = "accept"
     threshold: float = 0.9
     min_terms: int = 4
+    semantic_threshold: float = 0.98
 
     def as_mapping(self) -> dict[str, Any]:
-        return {"action": self.action, "threshold": self.threshold, "min_terms": self.min_terms}
+        return {
+            "action": self.action,
+            "threshold": self.threshold,
+            "min_terms": self.min_terms,
+            "semantic_threshold": self.semantic_threshold,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,19 +216,22 @@ def _near_duplicates(data: Mapping[str, Any]) -> NearDuplicates:
     table = data.get("near_duplicates", {})
     if not isinstance(table, dict):
         raise PolicyError("[near_duplicates] must be a table")
-    unknown = sorted(set(table) - {"action", "threshold", "min_terms"})
+    unknown = sorted(set(table) - {"action", "threshold", "min_terms", "semantic_threshold"})
     if unknown:
         raise PolicyError(f"unknown policy key: near_duplicates.{unknown[0]}")
     action = table.get("action", "accept")
     if action not in ("accept", "review"):
         raise PolicyError("near_duplicates.action must be 'accept' or 'review'")
-    threshold = table.get("threshold", 0.9)
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
-        raise PolicyError("near_duplicates.threshold must be a number above 0 and at most 1")
+    thresholds = []
+    for key, default in (("threshold", 0.9), ("semantic_threshold", 0.98)):
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+            raise PolicyError(f"near_duplicates.{key} must be a number above 0 and at most 1")
+        thresholds.append(float(value))
     min_terms = _get(table, "min_terms", int, 4)
     if not 1 <= min_terms <= 1000:
         raise PolicyError("near_duplicates.min_terms must be between 1 and 1000")
-    return NearDuplicates(action, float(threshold), min_terms)
+    return NearDuplicates(action, thresholds[0], min_terms, thresholds[1])
 
 
 def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:

@@ -26,7 +26,7 @@ from engram_memory.engine.lifecycle.tombstone_guard import candidate_fingerprint
 from engram_memory.engine.mutation import head_of, remember_response, run_mutation
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
-from engram_memory.engine.sealing.bodies import read_body
+from engram_memory.engine.sealing.bodies import read_body, read_payload
 
 _CANDIDATE_BODY_ENDED = frozenset({"accepted", "rejected", "duplicate_exact"})
 _PLAINTEXT_LIVES_ON = frozenset({"accepted", "duplicate_exact"})
@@ -101,7 +101,16 @@ def _admit(
             tombstoned = is_forgotten(deps, tx, candidate, payload)
             if family_refs(payload):
                 family = plan_families(deps.cursor_key, tx, scope, policy, payload)
-            near = is_near_duplicate(tx, scope, policy, payload, call.now_ms, family.supersedes)
+            near = is_near_duplicate(
+                tx,
+                scope,
+                policy,
+                payload,
+                call.now_ms,
+                family.supersedes,
+                semantic=deps.semantic,
+                payload_of=lambda record_id: read_payload(deps, tx, scope, record_id, "record"),
+            )
         decision = decide(
             policy,
             facts,

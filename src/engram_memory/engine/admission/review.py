@@ -55,6 +55,7 @@ class NearMatchView:
     record_id: str
     similarity: float
     payload: Mapping[str, Any]
+    semantic: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +116,20 @@ def _near_matches(
 ) -> tuple[NearMatchView, ...]:
     if "near_duplicate" not in candidate.review_reasons:
         return ()
-    found = near_matches(tx, candidate.scope, deps.policies.current(), payload, deps.clock.now_ms())
-    return tuple(
-        NearMatchView(m.record_id, m.similarity, read_payload(deps, tx, candidate.scope, m.record_id, "record"))
-        for m in found
+
+    def payload_of(record_id: str) -> Mapping[str, Any]:
+        return read_payload(deps, tx, candidate.scope, record_id, "record")
+
+    found = near_matches(
+        tx,
+        candidate.scope,
+        deps.policies.current(),
+        payload,
+        deps.clock.now_ms(),
+        semantic=deps.semantic,
+        payload_of=payload_of,
     )
+    return tuple(NearMatchView(m.record_id, m.similarity, payload_of(m.record_id), m.semantic) for m in found)
 
 
 def _family_members(

@@ -134,6 +134,10 @@ class CoreTx(Protocol):
         """Every accepted_current record of the scope with an embedding by `model`, in rid order."""
         ...
 
+    def vectors_of(self, scope: Scope, model: str, record_ids: Sequence[str]) -> dict[str, bytes]:
+        """The embeddings by `model` of these accepted_current records of the scope that have one."""
+        ...
+
     def records_without_vector(self, scope: Scope, models: Sequence[str]) -> list[UnembeddedRecord]:
         """The scope's accepted_current records with no embedding by any of `models`, in rid order."""
         ...

@@ -268,12 +268,16 @@ def _beside(title: str, rows: list[tuple[Text, Text]]) -> None:
     out.print(table)
 
 
+def _similarity(lexical: float, semantic: float | None) -> str:
+    return f"similarity {lexical:.2f}" + ("" if semantic is None else f", embeddings {semantic:.2f}")
+
+
 def _render_near(view: CandidateView) -> None:
     mine = Text(printable(primary_text(view.payload)))
     rows = [
         (
             mine,
-            Text(inline(f"{m.record_id} (similarity {m.similarity:.2f})") + "\n")
+            Text(inline(f"{m.record_id} ({_similarity(m.similarity, m.semantic)})") + "\n")
             + Text(printable(primary_text(m.payload))),
         )
         for m in view.near_matches
@@ -306,7 +310,8 @@ def review_show(candidate_id: IdArgument, home: HomeOption = None, as_json: Json
             ],
             "family_members": [_member_json(member) for member in view.family_members],
             "near_matches": [
-                {"record_id": m.record_id, "similarity": m.similarity, "payload": m.payload} for m in view.near_matches
+                {"record_id": m.record_id, "similarity": m.similarity, "semantic": m.semantic, "payload": m.payload}
+                for m in view.near_matches
             ],
         }
         sys.stdout.write(json.dumps(document) + "\n")

@@ -70,7 +70,13 @@ def _beside(view: CandidateView) -> tuple[Beside, ...]:
         for m in view.family_members
     ]
     near = [
-        Beside(m.record_id, f"near-identical (similarity {m.similarity:.2f})", primary_text(m.payload))
+        Beside(
+            m.record_id,
+            f"near-identical (similarity {m.similarity:.2f}"
+            + ("" if m.semantic is None else f", embeddings {m.semantic:.2f}")
+            + ")",
+            primary_text(m.payload),
+        )
         for m in view.near_matches
     ]
     return tuple(family + near)

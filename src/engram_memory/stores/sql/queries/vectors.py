@@ -54,6 +54,20 @@ class VectorQueries(SqlBase):
         ).fetchall()
         return [StoredVector(row[0], bytes(row[1]), row[2], row[3], row[4], row[5]) for row in rows]
 
+    def vectors_of(self, scope: Scope, model: str, record_ids: Sequence[str]) -> dict[str, bytes]:
+        if not record_ids:
+            return {}
+        self._enter_tenant(scope.tenant)
+        marks = ", ".join("?" * len(record_ids))
+        rows = self._db.execute(
+            "SELECT r.record_id, v.vector FROM record_vectors AS v"  # noqa: S608 (placeholders only)
+            " JOIN records AS r ON r.tenant = v.tenant AND r.rid = v.rid"
+            " WHERE v.tenant = ? AND v.workspace = ? AND v.model = ? AND r.state = 'accepted_current'"
+            f" AND r.record_id IN ({marks})",
+            (scope.tenant, scope.workspace, model, *record_ids),
+        ).fetchall()
+        return {str(row[0]): bytes(row[1]) for row in rows}
+
     def _drop_vector(self, scope: Scope, rid: int) -> None:
         self._db.execute(
             "DELETE FROM record_vectors WHERE rid = ? AND tenant = ? AND workspace = ?",
