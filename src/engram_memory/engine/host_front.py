@@ -105,10 +105,19 @@ class HostFront:
         return host_transitions.list_records(self.deps, filters)
 
     def records_valid_at(
-        self, scope: Scope, valid_at_ms: int, *, family_ref: str | None = None, limit: int = 1000
+        self,
+        scope: Scope,
+        valid_at_ms: int,
+        *,
+        family_ref: str | None = None,
+        limit: int = 1000,
+        known_at_ms: int | None = None,
     ) -> list[ValidRecord]:
-        """Which records were true at a valid time, as the store knows it now (engine/lifecycle/as_of.py)."""
-        return as_of.records_valid_at(self.deps, scope, valid_at_ms, family_ref=family_ref, limit=limit)
+        """Which records were true at a valid time, as the store knows it now or knew it at `known_at_ms`
+        (engine/lifecycle/as_of.py)."""
+        return as_of.records_valid_at(
+            self.deps, scope, valid_at_ms, family_ref=family_ref, limit=limit, known_at_ms=known_at_ms
+        )
 
     def record_details(self, record_id: str) -> RecordDetails:
         return host_transitions.show_record(self.deps, record_id)

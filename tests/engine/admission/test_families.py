@@ -214,3 +214,29 @@ def test_an_as_of_read_sees_the_older_record_before_the_supersession_and_the_new
     # A host rewind swaps them back: the older record is current again and open-ended.
     steered.rewind(old["record_id"], decided_by=HOST)
     assert true_at(T0 + 5 * DAY) == [old["record_id"]]
+
+
+def test_an_as_of_read_as_the_store_knew_it_before_the_supersession_still_sees_the_older_record(
+    served: Engine, steered: Engine, paths: HostPaths, clock: ManualClock
+) -> None:
+    _policy(paths, ("fact:*", "supersede"))
+    agent = _agent(served, paths)
+    before_anything = clock.now_ms()
+    clock.advance(1000)
+    old = _admitted(agent, "The on-call handover is at 09:00.", T0, "fact:handover")
+    clock.advance(60_000)
+    between = clock.now_ms()
+    clock.advance(60_000)
+    superseded_at = clock.now_ms()
+    new = _admitted(agent, "The on-call handover is at 10:00.", T0 + DAY, "fact:handover")
+
+    def known(at_ms: int, valid_ms: int = T0 + 5 * DAY) -> list[str]:
+        found = steered.records_valid_at(SCOPE, valid_ms, family_ref="fact:handover", known_at_ms=at_ms)
+        return [item.record.record_id for item in found]
+
+    assert known(before_anything) == []
+    assert known(between) == [old["record_id"]]  # current then, whatever the valid time
+    assert known(superseded_at) == [new["record_id"]]
+    assert known(superseded_at, T0 + DAY - 1) == [old["record_id"]]  # valid time before the new one starts
+    steered.tombstone(old["record_id"], decided_by=HOST, reason_ref="ticket:9")
+    assert known(between) == []  # forgotten content does not come back through history

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engram_memory.contract.instants import format_instant, parse_instant
 from engram_memory.contract.tools import Tool
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML
 from engram_memory.host.settings import HostPaths
@@ -131,3 +132,38 @@ def test_records_list_valid_at_needs_a_scope_and_a_real_instant(paths: HostPaths
     assert_one_line_failure(cli("records", "list", "--valid-at", "2023-11-15T00:00:00.000Z", "--home", paths.home))
     bad = ("--valid-at", "yesterday", "--tenant", "tenant-a", "--workspace", "workspace-1", "--home", paths.home)
     assert "--valid-at" in assert_one_line_failure(cli("records", "list", *bad))
+
+
+def test_records_list_known_at_reads_the_family_as_the_store_knew_it(paths: HostPaths, pair: tuple[str, str]) -> None:
+    old, candidate = pair
+    new = _json("review", "accept", candidate, "--supersede", "--json", "--home", paths.home)["record_id"]
+    [supersession] = [
+        h
+        for h in _json("records", "show", old, "--json", "--home", paths.home)["history"]
+        if h["operation"] == "supersede"
+    ]
+    at_ms = parse_instant(supersession["at"])
+    assert at_ms is not None
+    scope = ("--tenant", "tenant-a", "--workspace", "workspace-1", "--family", "team:ingress")
+    later = "2023-11-20T00:00:00.000Z"  # a valid time after both starts
+
+    def known(instant_ms: int) -> list[str]:
+        found = _json(
+            "records",
+            "list",
+            "--valid-at",
+            later,
+            "--known-at",
+            format_instant(instant_ms),
+            *scope,
+            "--json",
+            "--home",
+            paths.home,
+        )
+        return [item["record_id"] for item in found]
+
+    assert known(at_ms - 1) == [old]
+    assert known(at_ms) == [new]
+    assert "--known-at" in assert_one_line_failure(
+        cli("records", "list", "--valid-at", later, "--known-at", "soon", *scope, "--home", paths.home)
+    )

@@ -22,7 +22,7 @@ from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
 from engram_memory.host.cli.record_json import instant as _instant
 from engram_memory.host.cli.record_json import record_json
-from engram_memory.host.cli.records_as_of import list_valid_at
+from engram_memory.host.cli.records_as_of import AsOf, list_valid_at
 from engram_memory.host.cli.records_search import search_command
 from engram_memory.host.compose import current_user
 from engram_memory.host.reads import HostReadRefused, read_record
@@ -290,13 +290,21 @@ def list_command(
     family: Annotated[
         str | None, typer.Option("--family", metavar="REF", help="With --valid-at: only this reconciliation family.")
     ] = None,
+    known_at: Annotated[
+        str | None,
+        typer.Option(
+            "--known-at",
+            metavar="INSTANT",
+            help="With --valid-at: as the store knew it at this instant (states folded from the journal).",
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many records.")] = 1000,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Records of every scope (or the one named), with their states; no memory text."""
-    if valid_at is not None or family is not None:
-        list_valid_at(tenant, workspace, state, valid_at, family, limit, home, as_json)
+    if valid_at is not None or family is not None or known_at is not None:
+        list_valid_at(tenant, workspace, state, AsOf(valid_at, family, known_at), limit, home, as_json)
         return
     # One more than asked, to tell the host whether the list was cut short.
     filters = RecordFilter(

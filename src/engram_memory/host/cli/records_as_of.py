@@ -1,9 +1,11 @@
-"""`records list --valid-at INSTANT [--family REF]`: which records were true at a valid time (issue 20)."""
+"""`records list --valid-at INSTANT [--family REF] [--known-at INSTANT]`: which records were true at a valid
+time, as the store knows it now or knew it then (issue 20)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
@@ -15,23 +17,39 @@ from engram_memory.host.cli.common import fail, note_cut_off, opened_engine, out
 from engram_memory.host.cli.record_json import record_json
 
 
+@dataclass(frozen=True)
+class AsOf:
+    """The as-of options of `records list`, as typed."""
+
+    valid_at: str | None
+    family: str | None
+    known_at: str | None
+
+
+def _instant_of(option: str, text: str) -> int:
+    at_ms = parse_instant(text)
+    if at_ms is None:
+        fail(f"{option} takes an instant such as 2026-08-16T12:34:56.789Z (UTC, milliseconds)")
+    return at_ms
+
+
 def list_valid_at(
     tenant: str | None,
     workspace: str | None,
     state: RecordState | None,
-    valid_at: str | None,
-    family: str | None,
+    as_of: AsOf,
     limit: int,
     home: Path | None,
     as_json: bool,
 ) -> None:
-    if valid_at is None or tenant is None or workspace is None or state is not None:
-        fail("--valid-at (and --family) need --tenant and --workspace, and go without --state")
-    at_ms = parse_instant(valid_at)
-    if at_ms is None:
-        fail("--valid-at takes an instant such as 2026-08-16T12:34:56.789Z (UTC, milliseconds)")
+    if as_of.valid_at is None or tenant is None or workspace is None or state is not None:
+        fail("--valid-at (with --family, --known-at) needs --tenant and --workspace, and goes without --state")
+    at_ms = _instant_of("--valid-at", as_of.valid_at)
+    known_ms = None if as_of.known_at is None else _instant_of("--known-at", as_of.known_at)
     with opened_engine(home) as (engine, _paths):
-        found = engine.records_valid_at(Scope(tenant, workspace), at_ms, family_ref=family, limit=limit + 1)
+        found = engine.records_valid_at(
+            Scope(tenant, workspace), at_ms, family_ref=as_of.family, limit=limit + 1, known_at_ms=known_ms
+        )
     if len(found) > limit:
         note_cut_off(limit, "records")
     items = [
@@ -46,7 +64,7 @@ def list_valid_at(
         sys.stdout.write(json.dumps(items) + "\n")
         return
     if not items:
-        say(f"no records true at {valid_at}")
+        say(f"no records true at {as_of.valid_at}")
         return
     table = Table(box=None, pad_edge=False)
     table.add_column("record", no_wrap=True, min_width=len(items[0]["record_id"]))
