@@ -1,6 +1,8 @@
 """SPEC §7: the human gate for withdraw and forget (and for capture/admission when the binding asks for it).
 
-The agent side is the real server over stdio; the human side is the real host CLI in a subprocess.
+The agent side is the real server over stdio; the human side is the real host CLI in a subprocess. The gate
+is the same whatever protocol era the client speaks: the first call of each tool and the approved retry run
+in both eras, the rest in the modern one (tests/mcp/test_stdio_envelopes.py covers the eras themselves).
 """
 
 from __future__ import annotations
@@ -134,126 +136,126 @@ def test_forget_after_approval_executes(pool: Pool, alice_era: StdioAgent, host:
     assert db_count(pool.paths, "sealed_bodies", "owner_id = ?", (record_id,)) == 0
 
 
-def test_gate_replay_after_execution_needs_no_new_approval(alice_era: StdioAgent, host: HostCli) -> None:
-    _, record_id = remember(alice_era, f"Replay forget {unique_word()}.")
+def test_gate_replay_after_execution_needs_no_new_approval(alice_modern: StdioAgent, host: HostCli) -> None:
+    _, record_id = remember(alice_modern, f"Replay forget {unique_word()}.")
     arguments = forget_args(record_id)
-    assert_failure(alice_era.call(FORGET, arguments), "gate_failed")
+    assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
     host.approve(host.only_request(record_id)["id"])
-    first = ok_value(alice_era.call(FORGET, arguments))
-    again = ok_value(alice_era.call(FORGET, arguments))
+    first = ok_value(alice_modern.call(FORGET, arguments))
+    again = ok_value(alice_modern.call(FORGET, arguments))
     assert again["replayed"] is True
     assert {k: v for k, v in again.items() if k != "replayed"} == {k: v for k, v in first.items() if k != "replayed"}
     assert host.confirmations(target=record_id) == []
     assert len(host.confirmations(include_all=True, target=record_id)) == 1
 
 
-def test_withdraw_replay_after_execution_needs_no_new_approval(alice_era: StdioAgent, host: HostCli) -> None:
-    pending = capture(alice_era, f"Replay withdraw {unique_word()}.")
+def test_withdraw_replay_after_execution_needs_no_new_approval(alice_modern: StdioAgent, host: HostCli) -> None:
+    pending = capture(alice_modern, f"Replay withdraw {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
-    assert_failure(alice_era.call(WITHDRAW, arguments), "gate_failed")
+    assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
     host.approve(host.only_request(pending["candidate_id"])["id"])
-    first = ok_value(alice_era.call(WITHDRAW, arguments))
-    again = ok_value(alice_era.call(WITHDRAW, arguments))
+    first = ok_value(alice_modern.call(WITHDRAW, arguments))
+    again = ok_value(alice_modern.call(WITHDRAW, arguments))
     assert again["replayed"] is True
     assert again["receipt"] == first["receipt"]
     assert again["key_destruction"] == first["key_destruction"]
 
 
-def test_gate_approval_single_use_other_key_needs_new_approval(alice_era: StdioAgent, host: HostCli) -> None:
-    pending = capture(alice_era, f"Single use {unique_word()}.")
+def test_gate_approval_single_use_other_key_needs_new_approval(alice_modern: StdioAgent, host: HostCli) -> None:
+    pending = capture(alice_modern, f"Single use {unique_word()}.")
     approved_call = withdraw_args(pending["candidate_id"])
-    assert_failure(alice_era.call(WITHDRAW, approved_call), "gate_failed")
+    assert_failure(alice_modern.call(WITHDRAW, approved_call), "gate_failed")
     host.approve(host.only_request(pending["candidate_id"])["id"])
     other_key = withdraw_args(pending["candidate_id"])
-    assert_failure(alice_era.call(WITHDRAW, other_key), "gate_failed")
+    assert_failure(alice_modern.call(WITHDRAW, other_key), "gate_failed")
     assert len(host.confirmations(target=pending["candidate_id"])) == 1  # a new request, for the other key
-    ok_value(alice_era.call(WITHDRAW, approved_call))
+    ok_value(alice_modern.call(WITHDRAW, approved_call))
     statuses = sorted(item["status"] for item in host.confirmations(include_all=True, target=pending["candidate_id"]))
     assert statuses == ["consumed", "requested"]
 
 
-def test_gate_approval_consumed_by_execution(alice_era: StdioAgent, host: HostCli) -> None:
-    _, record_id = remember(alice_era, f"Consumed {unique_word()}.")
+def test_gate_approval_consumed_by_execution(alice_modern: StdioAgent, host: HostCli) -> None:
+    _, record_id = remember(alice_modern, f"Consumed {unique_word()}.")
     arguments = forget_args(record_id)
-    assert_failure(alice_era.call(FORGET, arguments), "gate_failed")
+    assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
     confirmation_id = host.only_request(record_id)["id"]
     host.approve(confirmation_id)
-    ok_value(alice_era.call(FORGET, arguments))
+    ok_value(alice_modern.call(FORGET, arguments))
     (row,) = host.confirmations(include_all=True, target=record_id)
     assert (row["id"], row["status"]) == (confirmation_id, "consumed")
     # A consumed approval cannot be approved again.
     assert host.run("confirmations", "approve", confirmation_id, check=False).returncode != 0
 
 
-def test_gate_lapsed_approval_gate_failed(alice_era: StdioAgent, host: HostCli) -> None:
-    pending = capture(alice_era, f"Lapsed {unique_word()}.")
+def test_gate_lapsed_approval_gate_failed(alice_modern: StdioAgent, host: HostCli) -> None:
+    pending = capture(alice_modern, f"Lapsed {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
-    assert_failure(alice_era.call(WITHDRAW, arguments), "gate_failed")
+    assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
     host.approve(host.only_request(pending["candidate_id"])["id"], ttl_s=1)
     time.sleep(2)
-    assert_failure(alice_era.call(WITHDRAW, arguments), "gate_failed")
+    assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
     # The candidate is still pending: admission can still decide it.
-    assert admit(alice_era, pending["candidate_id"])["outcome"]["status"] == "accepted"
+    assert admit(alice_modern, pending["candidate_id"])["outcome"]["status"] == "accepted"
 
 
-def test_gate_denied_retry_stays_gate_failed(alice_era: StdioAgent, host: HostCli) -> None:
-    _, record_id = remember(alice_era, f"Denied {unique_word()}.")
+def test_gate_denied_retry_stays_gate_failed(alice_modern: StdioAgent, host: HostCli) -> None:
+    _, record_id = remember(alice_modern, f"Denied {unique_word()}.")
     arguments = forget_args(record_id)
-    assert_failure(alice_era.call(FORGET, arguments), "gate_failed")
+    assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
     denied = host.deny(host.only_request(record_id)["id"])
     assert denied["status"] == "denied"
-    assert_failure(alice_era.call(FORGET, arguments), "gate_failed")
-    assert_failure(alice_era.call(FORGET, arguments), "gate_failed")
-    assert ok_value(get(alice_era, record_id))["record"]["state"] == "accepted_current"
+    assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
+    assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
+    assert ok_value(get(alice_modern, record_id))["record"]["state"] == "accepted_current"
 
 
-def test_gate_denied_request_cannot_then_be_approved(alice_era: StdioAgent, host: HostCli) -> None:
-    pending = capture(alice_era, f"Deny then approve {unique_word()}.")
+def test_gate_denied_request_cannot_then_be_approved(alice_modern: StdioAgent, host: HostCli) -> None:
+    pending = capture(alice_modern, f"Deny then approve {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
-    assert_failure(alice_era.call(WITHDRAW, arguments), "gate_failed")
+    assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
     confirmation_id = host.only_request(pending["candidate_id"])["id"]
     host.deny(confirmation_id)
     assert host.run("confirmations", "approve", confirmation_id, check=False).returncode != 0
-    assert_failure(alice_era.call(WITHDRAW, arguments), "gate_failed")
+    assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
 
 
 # -- what must not create a request ----------------------------------------------------------------
 
 
-def test_withdraw_unknown_target_not_found_no_request(pool: Pool, alice_era: StdioAgent, host: HostCli) -> None:
+def test_withdraw_unknown_target_not_found_no_request(pool: Pool, alice_modern: StdioAgent, host: HostCli) -> None:
     target = "cand_" + "z" * 26
     before = db_count(pool.paths, "confirmations")
-    assert_failure(alice_era.call(WITHDRAW, withdraw_args(target)), "NOT_FOUND")
+    assert_failure(alice_modern.call(WITHDRAW, withdraw_args(target)), "NOT_FOUND")
     assert db_count(pool.paths, "confirmations") == before
     assert host.confirmations(include_all=True, target=target) == []
 
 
-def test_forget_unknown_target_not_found_no_request(pool: Pool, alice_era: StdioAgent, host: HostCli) -> None:
+def test_forget_unknown_target_not_found_no_request(pool: Pool, alice_modern: StdioAgent, host: HostCli) -> None:
     target = "mem_" + "z" * 26
     before = db_count(pool.paths, "confirmations")
-    assert_failure(alice_era.call(FORGET, forget_args(target)), "NOT_FOUND")
+    assert_failure(alice_modern.call(FORGET, forget_args(target)), "NOT_FOUND")
     assert db_count(pool.paths, "confirmations") == before
     assert host.confirmations(include_all=True, target=target) == []
 
 
-def test_forget_out_of_scope_target_not_found_no_request(pool: Pool, era: str, host: HostCli) -> None:
-    _, record_id = remember(pool.agent("alice", era), f"Out of scope {unique_word()}.")
-    assert_failure(pool.agent("tenant_b", era).call(FORGET, forget_args(record_id)), "NOT_FOUND")
+def test_forget_out_of_scope_target_not_found_no_request(pool: Pool, host: HostCli) -> None:
+    _, record_id = remember(pool.agent("alice", "auto"), f"Out of scope {unique_word()}.")
+    assert_failure(pool.agent("tenant_b", "auto").call(FORGET, forget_args(record_id)), "NOT_FOUND")
     assert host.confirmations(include_all=True, target=record_id) == []
 
 
-def test_withdraw_terminal_target_no_request(pool: Pool, alice_era: StdioAgent, host: HostCli) -> None:
-    pending = capture(alice_era, f"Rejected {'AKIA' + 'IOSFODNN7EXAMPLE'} {unique_word()}.")
-    assert admit(alice_era, pending["candidate_id"])["outcome"]["status"] == "rejected"
-    assert_failure(alice_era.call(WITHDRAW, withdraw_args(pending["candidate_id"])), "ALREADY_TERMINAL")
+def test_withdraw_terminal_target_no_request(pool: Pool, alice_modern: StdioAgent, host: HostCli) -> None:
+    pending = capture(alice_modern, f"Rejected {'AKIA' + 'IOSFODNN7EXAMPLE'} {unique_word()}.")
+    assert admit(alice_modern, pending["candidate_id"])["outcome"]["status"] == "rejected"
+    assert_failure(alice_modern.call(WITHDRAW, withdraw_args(pending["candidate_id"])), "ALREADY_TERMINAL")
     assert host.confirmations(include_all=True, target=pending["candidate_id"]) == []
 
 
 # -- principals and optional gates -----------------------------------------------------------------
 
 
-def test_gate_approval_for_alice_does_not_pass_bob(pool: Pool, era: str, host: HostCli) -> None:
-    alice, bob = pool.agent("alice", era), pool.agent("bob", era)
+def test_gate_approval_for_alice_does_not_pass_bob(pool: Pool, host: HostCli) -> None:
+    alice, bob = pool.agent("alice", "auto"), pool.agent("bob", "auto")
     pending = capture(alice, f"Shared candidate {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
     assert_failure(alice.call(WITHDRAW, arguments), "gate_failed")
@@ -265,8 +267,8 @@ def test_gate_approval_for_alice_does_not_pass_bob(pool: Pool, era: str, host: H
     assert value["receipt"]["to_state"] == "withdrawn"
 
 
-def test_confirm_mutations_binding_gates_capture(pool: Pool, era: str, host: HostCli) -> None:
-    agent = pool.agent("alice_confirm", era)
+def test_confirm_mutations_binding_gates_capture(pool: Pool, host: HostCli) -> None:
+    agent = pool.agent("alice_confirm", "auto")
     arguments = capture_args(f"Gated capture {unique_word()}.")
     journal = db_count(pool.paths, "journal")
     assert_failure(agent.call(CAPTURE, arguments), "gate_failed")
@@ -281,9 +283,9 @@ def test_confirm_mutations_binding_gates_capture(pool: Pool, era: str, host: Hos
     assert value["record_digest"] == requests[0]["target"]
 
 
-def test_confirm_mutations_binding_gates_admission(pool: Pool, era: str, host: HostCli) -> None:
-    gated = pool.agent("alice_confirm", era)
-    pending = capture(pool.agent("alice", era), f"Gated admission {unique_word()}.")
+def test_confirm_mutations_binding_gates_admission(pool: Pool, host: HostCli) -> None:
+    gated = pool.agent("alice_confirm", "auto")
+    pending = capture(pool.agent("alice", "auto"), f"Gated admission {unique_word()}.")
     arguments = {"candidate_id": pending["candidate_id"], "idempotency_key": unique_key("gated")}
     assert_failure(gated.call(ADMIT, arguments), "gate_failed")
     request = host.only_request(pending["candidate_id"])
@@ -294,8 +296,8 @@ def test_confirm_mutations_binding_gates_admission(pool: Pool, era: str, host: H
     assert ok_value(get(gated, outcome["record_id"]))["record"]["record_id"] == outcome["record_id"]
 
 
-def test_plain_binding_does_not_gate_capture_or_admission(pool: Pool, era: str, host: HostCli) -> None:
-    agent = pool.agent("alice", era)
+def test_plain_binding_does_not_gate_capture_or_admission(pool: Pool, host: HostCli) -> None:
+    agent = pool.agent("alice", "auto")
     pending = capture(agent, f"Ungated {unique_word()}.")
     assert admit(agent, pending["candidate_id"])["outcome"]["status"] == "accepted"
     assert host.confirmations(include_all=True, target=pending["candidate_id"]) == []
@@ -304,21 +306,21 @@ def test_plain_binding_does_not_gate_capture_or_admission(pool: Pool, era: str, 
 # -- lifecycle refusals leave no request ------------------------------------------------------------
 
 
-def test_withdraw_accepted_candidate_illegal_transition_no_request(alice_era: StdioAgent, host: HostCli) -> None:
-    candidate_id, _ = remember(alice_era, f"Already admitted {unique_word()}.")
-    assert_failure(alice_era.call(WITHDRAW, withdraw_args(candidate_id)), "ILLEGAL_TRANSITION")
+def test_withdraw_accepted_candidate_illegal_transition_no_request(alice_modern: StdioAgent, host: HostCli) -> None:
+    candidate_id, _ = remember(alice_modern, f"Already admitted {unique_word()}.")
+    assert_failure(alice_modern.call(WITHDRAW, withdraw_args(candidate_id)), "ILLEGAL_TRANSITION")
     assert host.confirmations(include_all=True, target=candidate_id) == []
 
 
 def test_forget_tombstoned_record_new_key_already_terminal_no_request(
-    pool: Pool, alice_era: StdioAgent, host: HostCli
+    pool: Pool, alice_modern: StdioAgent, host: HostCli
 ) -> None:
-    _, record_id = remember(alice_era, f"Forgotten once {unique_word()}.")
+    _, record_id = remember(alice_modern, f"Forgotten once {unique_word()}.")
     arguments = forget_args(record_id)
-    assert_failure(alice_era.call(FORGET, arguments), "gate_failed")
+    assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
     host.approve(host.only_request(record_id)["id"])
-    ok_value(alice_era.call(FORGET, arguments))
-    assert_failure(alice_era.call(FORGET, forget_args(record_id)), "ALREADY_TERMINAL")
+    ok_value(alice_modern.call(FORGET, arguments))
+    assert_failure(alice_modern.call(FORGET, forget_args(record_id)), "ALREADY_TERMINAL")
     assert len(host.confirmations(include_all=True, target=record_id)) == 1
 
 
@@ -356,27 +358,27 @@ def test_cli_approve_unknown_id_refused(host: HostCli) -> None:
     assert refused.stderr.strip()
 
 
-def test_gate_approval_bound_to_exact_arguments(alice_era: StdioAgent, host: HostCli) -> None:
-    pending = capture(alice_era, f"Exact arguments {unique_word()}.")
+def test_gate_approval_bound_to_exact_arguments(alice_modern: StdioAgent, host: HostCli) -> None:
+    pending = capture(alice_modern, f"Exact arguments {unique_word()}.")
     key = unique_key("exact")
     approved = withdraw_args(pending["candidate_id"], key=key, reason="reason:approved-one")
-    assert_failure(alice_era.call(WITHDRAW, approved), "gate_failed")
+    assert_failure(alice_modern.call(WITHDRAW, approved), "gate_failed")
     host.approve(host.only_request(pending["candidate_id"])["id"])
     changed = withdraw_args(pending["candidate_id"], key=key, reason="reason:something-else")
-    assert_failure(alice_era.call(WITHDRAW, changed), "gate_failed")
-    assert ok_value(alice_era.call(WITHDRAW, approved))["receipt"]["to_state"] == "withdrawn"
-    assert_failure(alice_era.call(WITHDRAW, changed), "DIGEST_CONFLICT")
+    assert_failure(alice_modern.call(WITHDRAW, changed), "gate_failed")
+    assert ok_value(alice_modern.call(WITHDRAW, approved))["receipt"]["to_state"] == "withdrawn"
+    assert_failure(alice_modern.call(WITHDRAW, changed), "DIGEST_CONFLICT")
 
 
-def test_confirm_mutations_admission_unknown_candidate_not_found_no_request(pool: Pool, era: str) -> None:
+def test_confirm_mutations_admission_unknown_candidate_not_found_no_request(pool: Pool) -> None:
     requests = db_count(pool.paths, "confirmations")
     arguments = {"candidate_id": "cand_" + "y" * 26, "idempotency_key": unique_key("gated")}
-    assert_failure(pool.agent("alice_confirm", era).call(ADMIT, arguments), "NOT_FOUND")
+    assert_failure(pool.agent("alice_confirm", "auto").call(ADMIT, arguments), "NOT_FOUND")
     assert db_count(pool.paths, "confirmations") == requests
 
 
-def test_confirm_mutations_invalid_capture_no_request(pool: Pool, era: str) -> None:
+def test_confirm_mutations_invalid_capture_no_request(pool: Pool) -> None:
     requests = db_count(pool.paths, "confirmations")
     arguments = {**capture_args(f"Invalid gated {unique_word()}."), "confirmed": True}
-    assert_failure(pool.agent("alice_confirm", era).call(CAPTURE, arguments), "INVALID_SCHEMA")
+    assert_failure(pool.agent("alice_confirm", "auto").call(CAPTURE, arguments), "INVALID_SCHEMA")
     assert db_count(pool.paths, "confirmations") == requests

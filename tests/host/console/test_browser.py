@@ -75,12 +75,21 @@ class Scene:
         return [packet["record"]["record_id"] for packet in found["records"]]
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """One Chromium for the module's scenes (starting one costs more than most scenes): each scene starts
+    from a blank page with no cookies, so none sees another's session."""
+    with chromium() as driver:
+        yield driver
+
+
 @contextmanager
-def _signed_in(paths: HostPaths) -> Iterator[Scene]:
+def _signed_in(paths: HostPaths, browser: WebDriver) -> Iterator[Scene]:
     review_mode(paths)
+    browser.get("about:blank")
+    browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
     with (
         console_process(paths.home) as link,
-        chromium() as browser,
         StdioAgent(paths.home, bind(paths).token) as agent,
     ):
         browser.get(link)
@@ -89,15 +98,15 @@ def _signed_in(paths: HostPaths) -> Iterator[Scene]:
 
 
 @pytest.fixture
-def signed_in_any(paths: HostPaths) -> Iterator[Scene]:
+def signed_in_any(paths: HostPaths, browser: WebDriver) -> Iterator[Scene]:
     """Signed in to a console on either store (the in-process tests cover every page on both)."""
-    with _signed_in(paths) as scene:
+    with _signed_in(paths, browser) as scene:
         yield scene
 
 
 @pytest.fixture
-def signed_in(sqlite_paths: HostPaths) -> Iterator[Scene]:
-    with _signed_in(sqlite_paths) as scene:
+def signed_in(sqlite_paths: HostPaths, browser: WebDriver) -> Iterator[Scene]:
+    with _signed_in(sqlite_paths, browser) as scene:
         yield scene
 
 
