@@ -83,10 +83,17 @@ def current_members(
 def plan_families(
     mac_secret: bytes, tx: StoreTx, scope: Scope, policy: AdmissionPolicy, payload: Mapping[str, Any]
 ) -> FamilyPlan:
+    return plan_of(policy, payload, current_members(mac_secret, tx, scope, payload))
+
+
+def plan_of(
+    policy: AdmissionPolicy, payload: Mapping[str, Any], members: Iterable[tuple[str, RecordRow]]
+) -> FamilyPlan:
+    """The plan for a payload given its families' current members (as `current_members` finds them)."""
     starts = payload["valid_time"]["t"]
     supersedes: list[str] = []
     weigh: list[str] = []
-    for ref, record in current_members(mac_secret, tx, scope, payload):
+    for ref, record in members:
         mode = policy.family_mode(ref)
         if mode == "adjudicate" or (mode == "supersede" and record.valid_from_ms > starts):
             weigh.append(record.record_id)

@@ -101,7 +101,8 @@ def _admit(
             tombstoned = is_forgotten(deps, tx, candidate, payload)
             if family_refs(payload):
                 family = plan_families(deps.cursor_key, tx, scope, policy, payload)
-            near = is_near_duplicate(
+            # A candidate already held for a person needs no further look (the rule may embed texts).
+            near = not (tombstoned or family.weigh_against) and is_near_duplicate(
                 tx,
                 scope,
                 policy,

@@ -7,6 +7,7 @@ replay of its own key returns the decision.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,8 +18,9 @@ from engram_memory.contract.states import CandidateState, Operation, RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.admission.decision import Decision, Verdict, rejection_reasons
 from engram_memory.engine.admission.effects import EFFECTS, apply_decision
-from engram_memory.engine.admission.families import current_members, family_refs, plan_families
+from engram_memory.engine.admission.families import current_members, family_refs, plan_families, plan_of
 from engram_memory.engine.admission.near_duplicates import near_matches
+from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.admission.request import candidate_facts
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import host_actor, reason_ref_ok
@@ -117,7 +119,8 @@ def _near_matches(
     if "near_duplicate" not in candidate.review_reasons:
         return ()
 
-    def payload_of(record_id: str) -> Mapping[str, Any]:
+    @functools.cache
+    def payload_of(record_id: str) -> Mapping[str, Any]:  # the matching and the view need the same few
         return read_payload(deps, tx, candidate.scope, record_id, "record")
 
     found = near_matches(
@@ -138,7 +141,8 @@ def _family_members(
     if not family_refs(payload):
         return ()
     policy = deps.policies.current()
-    plan = plan_families(deps.cursor_key, tx, candidate.scope, policy, payload)
+    members = current_members(deps.cursor_key, tx, candidate.scope, payload)
+    plan = plan_of(policy, payload, members)
     return tuple(
         FamilyMember(
             family_ref=ref,
@@ -148,7 +152,7 @@ def _family_members(
             payload=read_payload(deps, tx, candidate.scope, record.record_id, "record"),
             superseded_on_accept=record.record_id in plan.supersedes,
         )
-        for ref, record in current_members(deps.cursor_key, tx, candidate.scope, payload)
+        for ref, record in members
     )
 
 
@@ -185,14 +189,18 @@ def _find(tx: StoreTx, candidate_id: str) -> CandidateRow:
     return candidate
 
 
-def _displaced(deps: Deps, tx: StoreTx, candidate: CandidateRow, supersede: bool | None) -> tuple[str, ...]:
+def _displaced(
+    deps: Deps,
+    tx: StoreTx,
+    candidate: CandidateRow,
+    policy: AdmissionPolicy,
+    payload: Mapping[str, Any],
+    supersede: bool | None,
+) -> tuple[str, ...]:
     """The current records a human acceptance makes historical (see accept_candidate)."""
-    if supersede is False:
+    if supersede is False or not family_refs(payload):
         return ()
-    payload = json.loads(read_body(deps, tx, candidate.scope, candidate.candidate_id, "candidate"))["payload"]
-    if not family_refs(payload):
-        return ()
-    plan = plan_families(deps.cursor_key, tx, candidate.scope, deps.policies.current(), payload)
+    plan = plan_families(deps.cursor_key, tx, candidate.scope, policy, payload)
     return plan.supersedes + plan.weigh_against if supersede else plan.supersedes
 
 
@@ -217,6 +225,8 @@ def _decide(
             raise ReviewError(f"{exc.code.value}: candidate {candidate_id} is {candidate.state}, not pending") from exc
         scope = candidate.scope
         duplicate_of = None
+        plaintext: bytes | None = None
+        payload: Mapping[str, Any] | None = None
         if accept:
             # A person may overrule the tombstone guard and review mode, never the rejection rules:
             # a secret must not reach the index because someone clicked accept.
@@ -238,7 +248,10 @@ def _decide(
                 duplicate_of,
             )
         else:
-            displaced = _displaced(deps, tx, candidate, supersede)
+            # Opened once: the families are read from it, and the new record is sealed from it.
+            plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
+            payload = json.loads(plaintext)["payload"]
+            displaced = _displaced(deps, tx, candidate, policy, payload, supersede)
             decision = Decision(
                 Verdict.ACCEPT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest, None, displaced
             )
@@ -251,7 +264,9 @@ def _decide(
             decision_digest,
             actor=host_actor(decided_by),
             at_ms=now_ms,
+            plaintext=plaintext,
             reason_ref=reason_ref,
+            payload=payload,
         )
 
         # The decision names the policy in force: it must still be in force when it commits.

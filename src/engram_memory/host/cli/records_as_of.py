@@ -10,11 +10,11 @@ from pathlib import Path
 
 from rich.table import Table
 
-from engram_memory.contract.instants import format_instant, parse_instant
+from engram_memory.contract.instants import parse_instant
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.ports.store import Scope
 from engram_memory.host.cli.common import fail, note_cut_off, opened_engine, out, say
-from engram_memory.host.cli.record_json import record_json
+from engram_memory.host.cli.record_json import instant, record_json
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def list_valid_at(
     items = [
         {
             **record_json(item.record),
-            "valid_until": None if item.valid_until_ms is None else format_instant(item.valid_until_ms),
+            "valid_until": instant(item.valid_until_ms),
             "until_inclusive": item.until_inclusive,
         }
         for item in found[:limit]
