@@ -150,8 +150,11 @@ def run(folder: Path, channels: str) -> dict[str, Any]:
     return run_conversations(load_folder(folder), channels)
 
 
-def run_conversations(conversations: list[Conversation], channels: str) -> dict[str, Any]:
-    """The protocol over conversations already loaded (bench/multilingual.py converts some first)."""
+def run_conversations(
+    conversations: list[Conversation], channels: str, per_question: list[dict[str, float]] | None = None
+) -> dict[str, Any]:
+    """The protocol over conversations already loaded (bench/multilingual.py converts some first);
+    `per_question`, when given, receives each scored question's R@k and Hit@k in the order asked."""
     recall = {k: [] for k in KS}  # type: dict[int, list[float]]
     hits = {k: [] for k in KS}  # type: dict[int, list[float]]
     latencies: list[float] = []
@@ -198,6 +201,10 @@ def run_conversations(conversations: list[Conversation], channels: str) -> dict[
                         top = set(found[:k])
                         recall[k].append(len(question.evidence & top) / len(question.evidence))
                         hits[k].append(1.0 if question.evidence & top else 0.0)
+                    if per_question is not None:
+                        per_question.append(
+                            {f"{name}@{k}": got[k][-1] for name, got in (("R", recall), ("Hit", hits)) for k in KS}
+                        )
     questions = len(latencies)
     result: dict[str, Any] = {"questions": questions, "memories": memories}
     for k in KS:

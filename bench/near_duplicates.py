@@ -37,7 +37,7 @@ def run(folder: Path, threshold: float, min_terms: int, semantic: float | None =
         policy = policy.replace("threshold = 0.9", f"threshold = {threshold}")
         policy = policy.replace("min_terms = 4", f"min_terms = {min_terms}")
         if semantic is not None:
-            policy = policy.replace("semantic_threshold = 0.98", f"semantic_threshold = {semantic}")
+            policy = policy.replace("semantic_threshold = 0.93", f"semantic_threshold = {semantic}")
         paths.policy.write_text(policy, encoding="utf-8")
         with open_engine(paths, semantic=semantic is not None) as engine:
             if semantic is not None and engine.deps.semantic is None:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         "--semantic",
         type=float,
         metavar="COSINE",
-        help="also compare embeddings (the semantic extra) at this cosine (the documented default is 0.98)",
+        help="also compare embeddings (the semantic extra) at this cosine (the documented default is 0.93)",
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engram_memory.embeddings.loader import load_models
+from engram_memory.embeddings.loader import load_model
 from engram_memory.host.compose import init_home, open_engine
 from engram_memory.host.settings import HostPaths, embedding_model_from_environment
 from harness import bench_binding, value_of
@@ -220,8 +220,8 @@ def run(records: int, folder: Path) -> list[tuple[str, str, str]]:
 
 def machine() -> list[str]:
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    models = load_models(embedding_model_from_environment())
-    semantic = "no embedding model" if models is None else "the semantic extra installed (restores re-embed)"
+    model = load_model(embedding_model_from_environment())
+    semantic = "no embedding model" if model is None else "the semantic extra installed (restores re-embed)"
     return [
         f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} {platform.release()}",
         f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, {semantic}",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram_memory.embeddings.loader import MODELS, OFF, EmbedderUnavailable, LazyEmbedder, load_embedder, load_models
+from engram_memory.embeddings.calibration import compute_centroids, e5_centroids
+from engram_memory.embeddings.loader import MODELS, OFF, EmbedderUnavailable, LazyEmbedder, load_embedder, load_model
 from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
-from engram_memory.engine.recall.semantic_models import ALL, LATIN, OTHER
+from engram_memory.engine.recall.languages import LANGUAGES
 from engram_memory.host.settings import embedding_model_from_environment
 
 DEFAULT = "multilingual-e5-small-onnx-qint8"
@@ -55,17 +56,27 @@ def test_the_operator_choice_comes_from_the_environment() -> None:
     assert set(MODELS) >= {DEFAULT, ENGLISH_ONLY} and next(iter(MODELS)) == DEFAULT
 
 
-def test_the_default_channel_pairs_the_english_and_the_multilingual_models() -> None:
-    models = load_models()
-    assert models is not None
-    assert [(model.texts, model.embedder.model_id) for model in models] == [(LATIN, ENGLISH_ONLY), (OTHER, DEFAULT)]
-    assert [model.embedder for model in models] == [load_embedder(ENGLISH_ONLY), load_embedder(DEFAULT)]
+def test_the_default_channel_is_the_multilingual_model_with_its_centroids() -> None:
+    model = load_model()
+    assert model is not None and model.embedder is load_embedder() and model.embedder.model_id == DEFAULT
+    assert model.centroids is not None and model.vector_id == f"{DEFAULT}-{model.centroids.name}"
 
 
-def test_a_named_model_reads_every_text_alone() -> None:
-    for name in (DEFAULT, ENGLISH_ONLY):
-        models = load_models(name)
-        assert models is not None and [(m.texts, m.vector_id) for m in models] == [(ALL, name)]
-    assert load_models(OFF) is None
+def test_a_named_model_reads_every_text_and_only_the_multilingual_one_is_centred() -> None:
+    english, multilingual = load_model(ENGLISH_ONLY), load_model(DEFAULT)
+    assert english is not None and (english.vector_id, english.centroids) == (ENGLISH_ONLY, None)
+    assert multilingual is not None and multilingual.centroids is not None
+    assert load_model(OFF) is None
     with pytest.raises(EmbedderUnavailable, match="no embedding model is called nope"):
-        load_models("nope")
+        load_model("nope")
+
+
+def test_the_shipped_centroids_are_the_calibration_sentences_means_under_the_installed_model() -> None:
+    """The file is what `python -m engram_memory.embeddings.calibration` writes; a model change that moves a
+    centroid by more than float noise makes it stale."""
+    embedder = load_embedder(DEFAULT)
+    assert embedder is not None
+    shipped, computed = e5_centroids(), compute_centroids(embedder)
+    for language in LANGUAGES:
+        assert np.allclose(shipped.passages[language], computed["passages"][language], atol=1e-4)
+        assert np.allclose(shipped.queries[language], computed["queries"][language], atol=1e-4)

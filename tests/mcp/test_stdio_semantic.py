@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engram_memory.embeddings.loader import PAIR
+from engram_memory.embeddings.loader import E5
 from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import FORGET, HostCli, assert_failure, forget_args, found_ids, ok_value, remember, search
 from tests.support.agents import StdioAgent
@@ -62,10 +62,9 @@ def test_the_default_profile_is_hybrid_and_finds_a_paraphrase(site: Site) -> Non
     remember(site.alice, "Quarterly invoices are mailed on the first Monday.")
     value = ok_value(search(site.alice, PARAPHRASE))
     receipt = value["rank_receipt"]
-    assert receipt["profile"] == "hybrid-rrf"
+    assert receipt["profile"] == "hybrid-convex"
     assert [channel["channel"] for channel in receipt["channels"]] == ["lexical", "semantic"]
-    # An English query in a scope of English memories: the pair's English model ranks it, alone.
-    assert (receipt["channels"][1]["model"], receipt["channels"][1]["texts"]) == (PAIR[0], "latin")
+    assert receipt["channels"][1]["model"] == E5  # one model reads every language
     assert [packet["record"]["record_id"] for packet in value["records"]][:1] == [car]
     required = ok_value(search(site.alice, PARAPHRASE, capability_policy={"minimum_channels": "lexical_and_semantic"}))
     assert required["rank_receipt"]["ordered_ids_digest"] == receipt["ordered_ids_digest"]

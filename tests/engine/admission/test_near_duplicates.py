@@ -135,7 +135,7 @@ def test_with_a_model_a_respelling_the_tokens_miss_is_found_by_the_embeddings(
     assert waiting["status"] == "pending_adjudication"
     [match] = steered.candidate_view(str(waiting["candidate_id"])).near_matches
     assert match.record_id == first and match.similarity < 0.9
-    assert match.semantic is not None and match.semantic >= 0.98
+    assert match.semantic is not None and match.semantic >= NearDuplicates().semantic_threshold
 
 
 def test_without_a_model_the_same_respelling_is_accepted(lexical_agent: InProcessAgent, paths: HostPaths) -> None:

@@ -15,7 +15,6 @@ from tests.engine.test_languages import ENGLISH, JAPANESE, KOREAN, TRADITIONAL
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.legacy_index import make_legacy
-from tests.support.payloads import capture_args
 from tests.support.raw import raw_store
 
 SCOPE = Scope(tenant="tenant-a", workspace="workspace-1")
@@ -128,7 +127,7 @@ def test_reindex_embeds_the_records_a_model_has_no_vector_of(
     assert seen[-1] == ReindexProgress("semantic", len(KOREAN), len(KOREAN))
     cache = steered.deps.semantic
     assert cache is not None
-    (korean,) = {cache.model_of(capture_args(text)["payload"]).vector_id for text in KOREAN}
+    korean = cache.vector_id
     with raw_store(paths) as db:
         assert db.count("record_vectors", "model = ?", (korean,)) == len(KOREAN)
     assert steered.index_status().current

@@ -14,7 +14,7 @@ import pytest
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.search_and_get import HYBRID_PROFILE_VERSION, PROFILE_VERSION
-from engram_memory.engine.recall.semantic import VectorCache, memory_vector, to_bytes
+from engram_memory.engine.recall.semantic import VectorCache, embedding_texts, to_bytes
 from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.host.settings import HostPaths
 from tests.support.inprocess import InProcessAgent
@@ -98,18 +98,15 @@ def test_hybrid_receipt_names_the_profile_formula_model_and_generation(agent: In
     value = _search(agent, "tracing spans", capability_policy={"minimum_channels": "lexical_and_semantic"})
     receipt = value["rank_receipt"]
     cache = served.deps.semantic
-    assert cache is not None
-    model = cache.model_of(capture_args("Tracing spans carry the request id.")["payload"])
-    embedder = model.embedder
-    assert receipt["profile"] == "hybrid-rrf" and receipt["profile_version"] == HYBRID_PROFILE_VERSION
-    cosine = f"{model.weight:g}*cosine({embedder.model_id},{model.texts},primary+{model.context_weight:g}*context)"
-    assert receipt["formula_ref"].startswith("rrf(k=60;1*bm25f(") and cosine in receipt["formula_ref"]
-    # The scope holds no memory in another script: the multilingual model's list is left out, and not loaded.
+    assert cache is not None and cache.model.centroids is not None
+    embedder = cache.model.embedder
+    assert receipt["profile"] == "hybrid-convex" and receipt["profile_version"] == HYBRID_PROFILE_VERSION
+    cosine = f"0.6*cosine({embedder.model_id},primary+0.2*context,centred={cache.model.centroids.name})"
+    assert receipt["formula_ref"].startswith(f"fuse({cosine};0.4*bm25f(")
     lexical, semantic = receipt["channels"]
     assert lexical["channel"] == "lexical" and semantic["channel"] == "semantic"
     assert lexical["tokenizer"] == tokenizer_id()
     assert semantic["model"] == embedder.model_id and semantic["model_version"] == embedder.model_version
-    assert (semantic["texts"], semantic["weight"]) == (model.texts, model.weight)
     assert "generation" not in semantic and "generation" not in lexical  # the receipt's through_cursor pins both
     assert semantic["eligible"] == 1 and semantic["pooled"] == 1
 
@@ -173,7 +170,7 @@ def test_vectors_lost_or_left_by_another_model_are_embedded_again_by_the_next_se
     invoices = agent.remember("Quarterly invoices are mailed on the first Monday.")
     cache = served.deps.semantic
     assert cache is not None
-    model = cache.model_of(capture_args("The car needs new tyres before winter.")["payload"]).vector_id
+    model = cache.vector_id
     with raw_store(paths) as db:  # a crash lost one vector; the other was written under a retired model
         db.execute("DELETE FROM record_vectors WHERE rid = (SELECT rid FROM records WHERE record_id = ?)", (car,))
         db.execute("UPDATE record_vectors SET model = 'retired-model'")
@@ -221,12 +218,10 @@ def test_the_stored_vector_is_the_one_the_model_gives_for_the_memory_alone(
     cache = served.deps.semantic
     assert cache is not None
     payload = capture_args("The car needs new tyres before winter.", context="The greenhouse vents open at noon.")
-    fresh = VectorCache(cache.models)  # empty line cache: every text goes through the model
-    model = fresh.model_of(payload["payload"])
+    fresh = VectorCache(cache.model)  # empty line cache: every text goes through the model
     scope = Scope(agent.binding.tenant, agent.binding.workspace)
-    expected = to_bytes(
-        memory_vector(lambda texts: fresh.embed_texts(scope, model, texts), payload["payload"], model.context_weight)
-    )
+    primary, lines = embedding_texts(payload["payload"])
+    expected = to_bytes(fresh.model.memory_vector(lambda texts: fresh.embed_texts(scope, texts), primary, lines))
     with raw_store(paths) as db:
         stored = db.value(
             "SELECT vector FROM record_vectors WHERE rid = (SELECT rid FROM records WHERE record_id = ?)", (first,)

@@ -9,7 +9,7 @@ index). Near-identical, by either measure:
   stemmed, CJK bigrams) is at least `threshold`, and the candidate has at least `min_terms` distinct
   tokens (below that, "Thanks!" would match every "Thanks!");
 * semantic, when an embedding model is installed: the cosine of the two memories' embeddings (each made
-  as the semantic channel makes a record's: primary text and context, by the model of its script) is at
+  as the semantic channel makes a record's: primary text and context, centred on its language) is at
   least `semantic_threshold`, under the same `min_terms` floor. A compared record with no vector yet (the
   indexer writes them beside admissions) is embedded now, so the answer never depends on timing.
 
@@ -58,20 +58,17 @@ def _cosines(
     docs: list[IndexedDoc],
     payload_of: PayloadOf,
 ) -> dict[str, float]:
-    model = cache.model_of(payload)
     mine = embed_record(cache, scope, "candidate", payload).vector
-    stored = tx.vectors_of(scope, model.vector_id, [doc.record_id for doc in docs])
+    stored = tx.vectors_of(scope, cache.vector_id, [doc.record_id for doc in docs])
     cosines: dict[str, float] = {}
     for doc in docs:
         if doc.record_id in stored:
-            theirs = from_bytes(stored[doc.record_id], model.embedder.dimension)
+            theirs = from_bytes(stored[doc.record_id], cache.model.embedder.dimension)
         else:
             try:
                 other = payload_of(doc.record_id)
             except ContractError:  # a body that no longer opens is compared lexically only
                 continue
-            if cache.model_of(other).vector_id != model.vector_id:
-                continue  # another script's model: its vectors are not comparable with this one's
             theirs = embed_record(cache, scope, doc.record_id, other).vector
         cosines[doc.record_id] = round(float(np.dot(theirs, mine)), 4)
     return cosines

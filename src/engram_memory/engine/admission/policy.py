@@ -86,7 +86,9 @@ class NearDuplicates:
     action: Literal["accept", "review"] = "accept"
     threshold: float = 0.9
     min_terms: int = 4
-    semantic_threshold: float = 0.98
+    # Cosine of language-centred vectors (decision 0025): the lowest value that sends under 1 % of the turns
+    # of every dev set to review (docs/benchmarks.md, "Staying true").
+    semantic_threshold: float = 0.93
 
     def as_mapping(self) -> dict[str, Any]:
         return {
@@ -223,7 +225,8 @@ def _near_duplicates(data: Mapping[str, Any]) -> NearDuplicates:
     if action not in ("accept", "review"):
         raise PolicyError("near_duplicates.action must be 'accept' or 'review'")
     thresholds = []
-    for key, default in (("threshold", 0.9), ("semantic_threshold", 0.98)):
+    defaults = NearDuplicates()
+    for key, default in (("threshold", defaults.threshold), ("semantic_threshold", defaults.semantic_threshold)):
         value = table.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
             raise PolicyError(f"near_duplicates.{key} must be a number above 0 and at most 1")

@@ -18,15 +18,15 @@ __all__ = [
     "FORMULA_REF",
     "FREQUENT_MIN_DOCS",
     "FREQUENT_SHARE",
+    "FULL_MATCH_SHARE",
     "IMPACT_SCALE",
     "K1",
     "LEXICAL_SUBJECT_BOOST",
-    "LEXICAL_WEIGHT",
     "MAX_QUERY_TERMS",
     "MAX_RANKED_TERMS",
     "RECENCY_HALF_LIFE_MS",
     "RECENCY_WEIGHT",
-    "RRF_K",
+    "SEMANTIC_SHARE",
     "SUBJECT_BOOST",
     "B",
     "CorpusStats",
@@ -36,13 +36,14 @@ __all__ = [
     "bm25f",
     "formula_number",
     "frequent_terms",
+    "full_match",
+    "fuse",
     "hybrid_formula",
     "idf",
     "lexical_formula",
     "rank",
     "rarest_terms",
     "recency",
-    "rrf",
     "term_impacts",
 ]
 
@@ -56,9 +57,13 @@ B = 0.75
 RECENCY_HALF_LIFE_MS = 30 * 24 * 3600 * 1000
 RECENCY_WEIGHT = 0.1
 
-# Reciprocal rank fusion of the lexical and semantic orders, each channel's vote weighted.
-RRF_K = 60
-LEXICAL_WEIGHT = 1.0  # the lexical list's vote; each model's is its own (engine/recall/semantic_models.py)
+# The hybrid profile's fusion (decision 0025): a weighted sum of the model's cosine and the lexical score
+# scaled to [0, 1], SEMANTIC_SHARE of the first. The lexical score is divided by the best one of the search,
+# unless that one matches less than FULL_MATCH_SHARE of what the query's terms could give (the sum of their
+# idf): a weak best match (a Korean question sharing one name with an English note) is not made a full one.
+# Measured on the LoCoMo, multilingual and cross-language dev sets.
+SEMANTIC_SHARE = 0.6
+FULL_MATCH_SHARE = 0.3
 # A memory whose subject (first primary token) the query names gets its fused score times 1 + this.
 SUBJECT_BOOST = 0.3
 # A memory whose event time falls on a date the query names (engine/recall/timeref.py); tuned on the LoCoMo dev set.
@@ -220,16 +225,27 @@ def rank(
     return scored
 
 
-def rrf(orders: Sequence[Sequence[str]], *, weights: Sequence[float], k: int = RRF_K) -> dict[str, float]:
-    """Sum over channels of weight / (k + rank); a document a channel did not return gets nothing from it.
+def fuse(lexical: Sequence[Scored], semantic: Sequence[tuple[str, float]], *, full_match: float) -> dict[str, float]:
+    """SEMANTIC_SHARE * cosine + (1 - SEMANTIC_SHARE) * lexical score / max(best lexical score, FULL_MATCH_SHARE
+    * `full_match`), for every record either channel returned (a channel that did not return it gives 0).
 
-    Rank-based, so channels whose scores live on different scales (BM25F, cosine) fuse without calibration.
+    Scores, not ranks: a record a model finds far closer than anything else (a memory that says in Korean
+    what an English question asks) keeps that lead, where rank fusion gave it no more than the lexical
+    channel's best guess in the query's own language. `full_match` is the sum of the query terms' idf,
+    what a memory holding every term would approach.
     """
-    fused: dict[str, float] = {}
-    for order, weight in zip(orders, weights, strict=True):
-        for position, doc_id in enumerate(order, start=1):
-            fused[doc_id] = fused.get(doc_id, 0.0) + weight / (k + position)
+    best = max((scored.score for scored in lexical), default=0.0)
+    scale = max(best, FULL_MATCH_SHARE * full_match)
+    fused = {record_id: SEMANTIC_SHARE * cosine for record_id, cosine in semantic}
+    for scored in lexical:
+        share = scored.score / scale if scale > 0 else 0.0
+        fused[scored.doc_id] = fused.get(scored.doc_id, 0.0) + (1.0 - SEMANTIC_SHARE) * share
     return fused
+
+
+def full_match(terms: Sequence[str], df: Mapping[str, int], doc_count: int) -> float:
+    """The sum of the terms' idf (fuse's yardstick for a lexical match)."""
+    return sum(_idfs(_unique(terms), df, doc_count))
 
 
 def frequent_terms(terms: Sequence[str], df: Mapping[str, int], doc_count: int) -> frozenset[str]:
@@ -268,11 +284,13 @@ def lexical_formula() -> str:
     )
 
 
-def hybrid_formula(cosines: Sequence[str]) -> str:
-    """The hybrid profile's formula: fusion of its channels (the lexical one, then each model's weighted
-    cosine, as semantic_models.cosine_formulas writes them), the subject and date boosts, recency."""
+def hybrid_formula(cosine: str) -> str:
+    """The hybrid profile's formula: the fusion of the model's cosine (as semantic_models.cosine_formula
+    writes it) and the lexical score, the subject and date boosts, recency."""
     bm25f_term, recency_term = FORMULA_REF.split(")*(", 1)
     return (
-        f"rrf(k={RRF_K};{formula_number(LEXICAL_WEIGHT)}*{bm25f_term}){_frequent()};{';'.join(cosines)})"
+        f"fuse({formula_number(SEMANTIC_SHARE)}*{cosine};"
+        f"{formula_number(1 - SEMANTIC_SHARE)}*{bm25f_term}){_frequent()}"
+        f"/max(top,{formula_number(FULL_MATCH_SHARE)}*sum(idf)))"
         f"*subject(1+{formula_number(SUBJECT_BOOST)})*date(1+{formula_number(DATE_BOOST)})*({recency_term}"
     )

@@ -107,7 +107,7 @@ def _current_ids(tx: StoreTx, scope: Scope) -> list[str]:
 
 def index_status(deps: Deps) -> IndexStatus:
     """Raises ContractError STORE_UNAVAILABLE."""
-    models = () if deps.semantic is None else deps.semantic.vector_ids
+    models = () if deps.semantic is None else (deps.semantic.vector_id,)
     stale: list[Scope] = []
     stale_records = unembedded = 0
     with deps.store.read() as tx:
@@ -167,7 +167,7 @@ def reindex(
 
 
 def _embed_missing(deps: Deps, cache: VectorCache, report: Callable[[ReindexProgress], None]) -> tuple[int, int]:
-    models = cache.vector_ids
+    models = (cache.vector_id,)
     with deps.store.read() as tx:
         work = [(scope, row.record_id) for scope in _scopes(tx) for row in tx.records_without_vector(scope, models)]
     total, done, written, unreadable = len(work), 0, 0, 0
@@ -199,8 +199,8 @@ def _embed_batch(
             except ContractError:
                 unreadable += 1
     # Each distinct text once, one per model thread, then the vectors from the cache.
-    texts = {(scope, cache.model_of(payload), text): None for scope, _, payload in payloads for text in _texts(payload)}
-    list(pool.map(lambda item: cache.embed_texts(item[0], item[1], [item[2]]), texts))
+    texts = {(scope, text): None for scope, _, payload in payloads for text in _texts(payload)}
+    list(pool.map(lambda item: cache.embed_texts(item[0], [item[1]]), texts))
     ready = [(scope, embed_record(cache, scope, record_id, payload)) for scope, record_id, payload in payloads]
     written = 0
     # Derived data, as in engine/recall/indexer.py: a power cut may lose it, and the next run embeds it again.

@@ -34,7 +34,6 @@ from engram_memory.engine.recall.ranking import (
     DATE_BOOST,
     FIELDS,
     LEXICAL_SUBJECT_BOOST,
-    LEXICAL_WEIGHT,
     MAX_QUERY_TERMS,
     SUBJECT_BOOST,
     CorpusStats,
@@ -42,12 +41,13 @@ from engram_memory.engine.recall.ranking import (
     Scored,
     blend,
     frequent_terms,
+    full_match,
+    fuse,
     hybrid_formula,
     lexical_formula,
     rank,
     rarest_terms,
     recency,
-    rrf,
 )
 from engram_memory.engine.recall.reindex import is_stale
 from engram_memory.engine.recall.semantic import (
@@ -58,12 +58,7 @@ from engram_memory.engine.recall.semantic import (
     semantic_query,
     to_bytes,
 )
-from engram_memory.engine.recall.semantic_models import (
-    CROSS_SCRIPT_MIN_MEMORIES,
-    SemanticModel,
-    cosine_formulas,
-    models_for_query,
-)
+from engram_memory.engine.recall.semantic_models import SemanticModel, cosine_formula
 from engram_memory.engine.recall.text import query_terms, subject, tokenizer_id
 from engram_memory.engine.recall.timeref import DateWindow, named_windows, without_dates
 from engram_memory.engine.receipts import authorization_receipt_digest
@@ -71,10 +66,11 @@ from engram_memory.engine.sealing.bodies import read_payload
 
 PROFILE = "lexical-bm25f"
 PROFILE_VERSION = 3  # 2: the date boost; 3: CJK bigrams and Traditional/Simplified folding (engine/recall/text.py)
-HYBRID_PROFILE = "hybrid-rrf"
+HYBRID_PROFILE = "hybrid-convex"
 # 2: the date boost, context lines embedded one by one; 3: as lexical 3; 4: Latin-alphabet texts embedded by
-# the English model, all others by the multilingual one (engine/recall/semantic_models.py)
-HYBRID_PROFILE_VERSION = 4
+# the English model, all others by the multilingual one; 5: one model for every text, its vectors taken from
+# their language's centroid, fused by score (engine/recall/semantic_models.py, ranking.fuse)
+HYBRID_PROFILE_VERSION = 5
 # The index's best 100 (by impact-ordered postings on SQLite, weighted full-text rank on PostgreSQL) are
 # re-scored with BM25F: on the LoCoMo dev set the top 10 are the same as from 1,000 (docs/benchmarks.md).
 CANDIDATE_POOL = 100
@@ -192,9 +188,8 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
 def _hybrid(
     deps: Deps, cache: VectorCache, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int
 ) -> _Ranking:
-    """RRF of the lexical order (relevance alone) and the nearest embeddings of the query's model (and, for a
-    Latin-alphabet query, of the multilingual model's memories too: semantic_models.py), a subject boost,
-    then recency.
+    """The fusion of the lexical scores (relevance alone) and the model's cosines to the query (ranking.fuse),
+    a subject boost, then recency.
 
     Terms found in a large share of the scope's memories (a speaker's name in a conversation, the team's
     own name in its notes) say little about which memory is meant: they are left out of the lexical
@@ -209,34 +204,41 @@ def _hybrid(
         expected=focus.doc_count,
         payload_of=lambda record_id: read_payload(deps, tx, call.scope, record_id, "record"),
     )
-    matrices = cache.matrices(tx, call.scope, generation, catch_up)
-    own, *across = models_for_query(cache.models, query)
-    eligible = {model.vector_id: matrices.eligible(model, valid_at_ms) for model in (own, *across)}
-    consulted = [own, *(m for m in across if eligible[m.vector_id] >= CROSS_SCRIPT_MIN_MEMORIES)]
-    asked = semantic_query(without_dates(query), frequent)
-    queries = [(m, m.embedder.embed_queries([asked])[0]) for m in consulted if eligible[m.vector_id]]
-    nearest = matrices.nearest(queries, valid_at_ms=valid_at_ms, limit=SEMANTIC_POOL)
-    orders = [[s.doc_id for s in lexical], [n.record_id for n in nearest]]
-    weights = [LEXICAL_WEIGHT, own.weight]
+    matrix = cache.matrix(tx, call.scope, generation, catch_up)
+    model = cache.model
+    eligible = matrix.eligible(valid_at_ms)
+    nearest = (
+        matrix.nearest(
+            model.query_vector(semantic_query(without_dates(query), frequent)),
+            valid_at_ms=valid_at_ms,
+            limit=SEMANTIC_POOL,
+        )
+        if eligible
+        else []
+    )
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
     for neighbour in nearest:
         at.setdefault(neighbour.record_id, neighbour.valid_from_ms)
         subjects.setdefault(neighbour.record_id, neighbour.subject)
-    channels = [_lexical_receipt(deps, lexical_terms, len(docs))]
-    for model in consulted:
-        pooled = sum(1 for n in nearest if n.vector_id == model.vector_id)
-        channels.append(_semantic_receipt(model, own.weight, eligible[model.vector_id], pooled, len(frequent)))
-    fused = rrf(orders, weights=weights)
+    channels = [
+        _lexical_receipt(deps, lexical_terms, len(docs)),
+        _semantic_receipt(model, eligible, len(nearest), len(frequent)),
+    ]
+    fused = fuse(
+        lexical,
+        [(n.record_id, n.score) for n in nearest],
+        full_match=full_match(lexical_terms, focus.df, focus.doc_count),
+    )
     ranked = []
     for doc_id, score in fused.items():
         relevance = _date_boosted(_subject_boosted(score, subjects[doc_id], terms, SUBJECT_BOOST), at[doc_id], windows)
         ranked.append(Scored(doc_id, round(blend(relevance, recency(valid_at_ms - at[doc_id])), 9)))
     ranked.sort(key=lambda s: (-s.score, s.doc_id))
-    return _Ranking(ranked, channels, list(matrices.embedded))
+    return _Ranking(ranked, channels, list(matrix.embedded))
 
 
-def _semantic_receipt(model: SemanticModel, weight: float, eligible: int, pooled: int, frequent: int) -> dict[str, Any]:
+def _semantic_receipt(model: SemanticModel, eligible: int, pooled: int, frequent: int) -> dict[str, Any]:
     embedder = model.embedder
     return {
         "channel": "semantic",
@@ -244,8 +246,6 @@ def _semantic_receipt(model: SemanticModel, weight: float, eligible: int, pooled
         "model": embedder.model_id,
         "model_version": embedder.model_version,
         "dimension": embedder.dimension,
-        "texts": model.texts,
-        "weight": weight,
         "eligible": eligible,
         "pooled": pooled,
         "frequent_terms": frequent,
@@ -281,7 +281,7 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     profile, profile_version, formula = (
         (PROFILE, PROFILE_VERSION, lexical_formula())
         if cache is None
-        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cosine_formulas(cache.models)))
+        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cosine_formula(cache.model)))
     )
     limit = arguments.get("limit", DEFAULT_LIMIT)
     budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)

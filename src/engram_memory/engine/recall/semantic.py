@@ -1,9 +1,9 @@
 """The semantic channel: embeddings written at admission, per-scope matrices in memory, cosine top-k.
 
 Only accepted_current records are embedded (never a pending candidate), and a record's vector leaves
-with its lexical entry. Each record has one vector, by the model of its primary text (semantic_models.py).
-A scope's matrices (one per model) are rebuilt from the store when the scope's records cursor (its write
-generation) moves, so a search never sees a vector the store no longer holds.
+with its lexical entry. Each record has one vector, by the channel's one model (semantic_models.py).
+A scope's matrix is rebuilt from the store when the scope's records cursor (its write generation)
+moves, so a search never sees a vector the store no longer holds.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.ports.store import Scope, StoredVector, StoreTx
-from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel, model_for
+from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel
 from engram_memory.engine.recall.text import subject, tokenize
 
 __all__ = [
@@ -31,13 +31,12 @@ __all__ = [
     "Embedder",
     "Matrix",
     "Neighbour",
-    "ScopeMatrices",
+    "ScopeMatrix",
     "VectorCache",
     "embed_record",
     "embedding_texts",
     "from_bytes",
     "index_vector",
-    "memory_vector",
     "semantic_query",
     "subject_of",
     "to_bytes",
@@ -46,9 +45,8 @@ __all__ = [
 # How many nearest records a model's list hands to fusion (RRF gives rank 150 a weight of 1/210, which cannot
 # lift a record past one the lexical channel also found near the top); tuned on the LoCoMo dev set.
 SEMANTIC_POOL = 150
-# How many context lines are read (the cap bounds the model work one admission can cause). How much they
-# weigh is the model's (semantic_models.py): with multilingual-e5 the context helps a short conversational
-# turn and blurs a self-contained sentence (docs/decisions/0014-multilingual-model.md).
+# How many context lines are read (the cap bounds the model work one admission can cause); how much they
+# weigh is the model's (semantic_models.py).
 CONTEXT_LINES = 8
 # Line embeddings kept per engine so repeated context costs no model pass (384 floats each: 6 MB).
 TEXT_CACHE_ENTRIES = 4096
@@ -72,30 +70,6 @@ def embedding_texts(payload: Mapping[str, Any]) -> tuple[str, list[str]]:
         if line.strip()
     ]
     return primary, lines[-CONTEXT_LINES:] if lines else []
-
-
-def _unit(vector: Matrix) -> Matrix:
-    norm = float(np.linalg.norm(vector))
-    unit: Matrix = np.asarray(vector / norm if norm > 0 else vector, dtype=np.float32)
-    return unit
-
-
-def memory_vector(
-    embed: Callable[[Sequence[str]], Matrix], payload: Mapping[str, Any], context_weight: float
-) -> Matrix:
-    """The primary text's embedding plus `context_weight` times the unit mean of its context lines' embeddings.
-
-    The statement alone keeps its own meaning sharp; its surroundings carry the topic a short reply
-    ("Wow, that's great!") leaves out. Lines are embedded one by one so that a line already seen (a
-    conversation's previous turn is the next turn's context) comes from the cache instead of the model:
-    one model pass per memory instead of two. Measured on the LoCoMo dev set it ranks as well as
-    embedding the context and the statement together.
-    """
-    primary, lines = embedding_texts(payload)
-    vectors = embed([primary, *lines])
-    if not lines:
-        return _unit(vectors[0])
-    return _unit(vectors[0] + context_weight * _unit(vectors[1:].mean(axis=0)))
 
 
 _WORD = re.compile(r"\w+(?:['\u2019]\w+)*")
@@ -138,27 +112,31 @@ _OPEN = np.iinfo(np.int64).max
 @dataclass(frozen=True, slots=True)
 class Neighbour:
     record_id: str
-    score: float  # the cosine; across models, how many standard deviations above its model's memories
+    score: float  # the cosine, rounded to 6 decimals
     valid_from_ms: int
     subject: str
-    vector_id: str  # the model arrangement whose vector it is
 
 
 @dataclass(frozen=True, slots=True)
-class _ModelMatrix:
-    """One model's vectors of one scope, in record-id order."""
+class ScopeMatrix:
+    """A scope's vectors at one generation, in record-id order, and what was embedded to build them."""
 
+    generation: int
     ids: tuple[str, ...]
     subjects: tuple[str, ...]
     matrix: Matrix
     valid_from: npt.NDArray[np.int64]
     valid_to: npt.NDArray[np.int64]  # int64 max when open-ended
     expires: npt.NDArray[np.int64]  # int64 max when never
+    embedded: tuple[Embedded, ...] = ()
 
     @classmethod
-    def of(cls, stored: list[StoredVector], dimension: int) -> _ModelMatrix:
+    def of(
+        cls, generation: int, stored: list[StoredVector], dimension: int, embedded: tuple[Embedded, ...]
+    ) -> ScopeMatrix:
         stored = sorted(stored, key=lambda row: row.record_id)  # one order whatever the store's row ids
         return cls(
+            generation=generation,
             ids=tuple(row.record_id for row in stored),
             subjects=tuple(row.subject for row in stored),
             matrix=(
@@ -173,20 +151,31 @@ class _ModelMatrix:
             expires=np.array(
                 [_OPEN if row.expires_at_ms is None else row.expires_at_ms for row in stored], dtype=np.int64
             ),
+            embedded=embedded,
         )
 
-    def eligible(self, valid_at_ms: int) -> npt.NDArray[np.intp]:
+    def _eligible(self, valid_at_ms: int) -> npt.NDArray[np.intp]:
         held = (self.valid_from <= valid_at_ms) & (valid_at_ms <= self.valid_to) & (self.expires > valid_at_ms)
         return np.flatnonzero(held)
 
-    def scores(self, query: Matrix, positions: npt.NDArray[np.intp], *, standardised: bool) -> npt.NDArray[np.float64]:
-        """Each record's cosine to the query, or its distance above the mean of these records' cosines in
-        standard deviations; rounded so float noise below 1e-6 cannot reorder two records between identical
-        searches."""
-        scores = (self.matrix[positions] @ query).astype(np.float64)
-        if standardised:
-            scores = (scores - scores.mean()) / max(float(scores.std()), 1e-6)
-        return np.round(scores, 6)
+    def eligible(self, valid_at_ms: int) -> int:
+        return int(self._eligible(valid_at_ms).size)
+
+    def nearest(self, query: Matrix, *, valid_at_ms: int, limit: int) -> list[Neighbour]:
+        """The `limit` eligible records closest to the query, best first (ties by id); cosines rounded so
+        float noise below 1e-6 cannot reorder two records between identical searches."""
+        positions = self._eligible(valid_at_ms)
+        if positions.size == 0:
+            return []
+        scores = np.round((self.matrix[positions] @ query).astype(np.float64), 6)
+        take = min(limit, positions.size)
+        top = np.argpartition(-scores, take - 1)[:take] if take < positions.size else np.arange(positions.size)
+        found = sorted(
+            ((float(scores[i]), self.ids[positions[i]], int(positions[i])) for i in top), key=lambda f: (-f[0], f[1])
+        )
+        return [
+            Neighbour(record_id, score, int(self.valid_from[at]), self.subjects[at]) for score, record_id, at in found
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,95 +196,49 @@ class CatchUp:
     payload_of: Callable[[str], Mapping[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class ScopeMatrices:
-    """A scope's vectors at one generation, one matrix per model, and what was embedded to build them."""
-
-    generation: int
-    by_model: Mapping[str, _ModelMatrix]  # vector_id -> matrix
-    embedded: tuple[Embedded, ...] = ()
-
-    def eligible(self, model: SemanticModel, valid_at_ms: int) -> int:
-        return int(self.by_model[model.vector_id].eligible(valid_at_ms).size)
-
-    def nearest(
-        self, queries: Sequence[tuple[SemanticModel, Matrix]], *, valid_at_ms: int, limit: int
-    ) -> list[Neighbour]:
-        """The `limit` eligible records closest to the query, best first (ties by id), from each model's
-        memories by its own vector of the query. One model ranks by cosine; several by how far each memory
-        stands above its own model's memories (cosines of two models are on different scales)."""
-        standardised = len(queries) > 1
-        found: list[tuple[float, str, int, int]] = []  # (score, id, which query, position)
-        for n, (model, query) in enumerate(queries):
-            matrix = self.by_model[model.vector_id]
-            positions = matrix.eligible(valid_at_ms)
-            if positions.size == 0:
-                continue
-            scores = matrix.scores(query, positions, standardised=standardised)
-            take = min(limit, positions.size)
-            top = np.argpartition(-scores, take - 1)[:take] if take < positions.size else np.arange(positions.size)
-            found.extend((float(scores[i]), matrix.ids[positions[i]], n, int(positions[i])) for i in top)
-        found.sort(key=lambda item: (-item[0], item[1]))
-        neighbours = []
-        for score, record_id, n, at in found[:limit]:
-            model = queries[n][0]
-            matrix = self.by_model[model.vector_id]
-            neighbours.append(
-                Neighbour(record_id, score, int(matrix.valid_from[at]), matrix.subjects[at], model.vector_id)
-            )
-        return neighbours
-
-
 def embed_record(cache: VectorCache, scope: Scope, record_id: str, payload: Mapping[str, Any]) -> Embedded:
-    model = cache.model_of(payload)
-    vector = memory_vector(lambda texts: cache.embed_texts(scope, model, texts), payload, model.context_weight)
+    model = cache.model
+    primary, lines = embedding_texts(payload)
+    vector = model.memory_vector(lambda texts: cache.embed_texts(scope, texts), primary, lines)
     return Embedded(record_id, model.vector_id, vector, subject_of(payload))
 
 
 class VectorCache:
-    """Per-scope matrices keyed by the scope's write generation; shared by the engine's threads."""
+    """The channel's model, per-scope matrices keyed by the scope's write generation, and recent texts'
+    vectors; shared by the engine's threads."""
 
-    def __init__(self, models: Sequence[SemanticModel]) -> None:
-        if not models:
-            raise ValueError("a semantic channel needs a model")
-        self._models = tuple(models)
+    def __init__(self, model: SemanticModel) -> None:
+        self._model = model
         self._lock = threading.Lock()
-        self._scopes: dict[Scope, ScopeMatrices] = {}
-        self._texts: OrderedDict[tuple[Scope, str, bytes], Matrix] = OrderedDict()
+        self._scopes: dict[Scope, ScopeMatrix] = {}
+        self._texts: OrderedDict[tuple[Scope, bytes], Matrix] = OrderedDict()
 
     @property
-    def models(self) -> tuple[SemanticModel, ...]:
-        return self._models
+    def model(self) -> SemanticModel:
+        return self._model
 
     @property
-    def vector_ids(self) -> tuple[str, ...]:
-        return tuple(model.vector_id for model in self._models)
-
-    def model_of(self, payload: Mapping[str, Any]) -> SemanticModel:
-        """The model that embeds this memory: the one that reads every text of it the vector is made of (an
-        English statement with a Korean line of context is the multilingual model's, which reads both)."""
-        primary, lines = embedding_texts(payload)
-        return model_for(self._models, "\n".join([primary, *lines]))
+    def vector_id(self) -> str:
+        return self._model.vector_id
 
     def warm(self) -> None:
-        """Loads every model now (a benchmark's warm-up; serving loads each on its first use)."""
-        for model in self._models:
-            model.embedder.embed(["warm-up"])
+        """Loads the model now (a benchmark's warm-up; serving loads it on its first use)."""
+        self._model.embedder.embed(["warm-up"])
 
-    def embed_texts(self, scope: Scope, model: SemanticModel, texts: Sequence[str]) -> Matrix:
+    def embed_texts(self, scope: Scope, texts: Sequence[str]) -> Matrix:
         """The model's vectors for `texts`, from the scope's recent-text cache where it has them.
 
         Keyed by a digest, so no plaintext stays in memory; kept per scope, so one tenant's texts never
         answer for another's.
         """
-        keys = [(scope, model.vector_id, hashlib.sha256(text.encode("utf-8")).digest()) for text in texts]
+        keys = [(scope, hashlib.sha256(text.encode("utf-8")).digest()) for text in texts]
         with self._lock:
             known = {key: self._texts[key] for key in keys if key in self._texts}
             for key in known:
                 self._texts.move_to_end(key)
         missing = list(dict.fromkeys(i for i, key in enumerate(keys) if key not in known))
         if missing:
-            fresh = model.embedder.embed([texts[i] for i in missing])
+            fresh = self._model.embedder.embed([texts[i] for i in missing])
             with self._lock:
                 for row, i in enumerate(missing):
                     known[keys[i]] = fresh[row]
@@ -304,39 +247,33 @@ class VectorCache:
                     self._texts.popitem(last=False)
         return np.vstack([known[key] for key in keys]).astype(np.float32, copy=False)
 
-    def matrices(self, tx: StoreTx, scope: Scope, generation: int, catch_up: CatchUp) -> ScopeMatrices:
-        """The scope's matrices at `generation`, embedding first any current record that has no vector by
-        these models (admitted but not yet written by the indexer, or by another process, or under another
+    def matrix(self, tx: StoreTx, scope: Scope, generation: int, catch_up: CatchUp) -> ScopeMatrix:
+        """The scope's matrix at `generation`, embedding first any current record that has no vector by
+        this model (admitted but not yet written by the indexer, or by another process, or under another
         model, or lost to a crash), so the order never depends on any of that. `embedded` holds those
         vectors, for the caller to keep."""
         with self._lock:
             cached = self._scopes.get(scope)
         if cached is not None and cached.generation == generation:
-            return ScopeMatrices(generation, cached.by_model)
-        ids = self.vector_ids
-        stored = {vector_id: tx.vectors(scope, vector_id) for vector_id in ids}
+            return replace(cached, embedded=())
+        vector_id = self.vector_id
+        stored = tx.vectors(scope, vector_id)
         fresh: list[Embedded] = []
-        if sum(len(rows) for rows in stored.values()) < catch_up.expected:
-            for row in tx.records_without_vector(scope, ids):
+        if len(stored) < catch_up.expected:
+            for row in tx.records_without_vector(scope, (vector_id,)):
                 try:
                     payload = catch_up.payload_of(row.record_id)
                 except ContractError:  # a body that does not open stays out of this channel, not the search
                     continue
                 embedded = embed_record(self, scope, row.record_id, payload)
                 fresh.append(embedded)
-                stored[embedded.vector_id].append(row.with_vector(to_bytes(embedded.vector), embedded.subject))
-        built = ScopeMatrices(
-            generation,
-            {
-                model.vector_id: _ModelMatrix.of(stored[model.vector_id], model.embedder.dimension)
-                for model in self._models
-            },
-        )
+                stored.append(row.with_vector(to_bytes(embedded.vector), embedded.subject))
+        built = ScopeMatrix.of(generation, stored, self._model.embedder.dimension, tuple(fresh))
         with self._lock:
             current = self._scopes.get(scope)
             if current is None or current.generation <= generation:
-                self._scopes[scope] = built
-        return ScopeMatrices(generation, built.by_model, tuple(fresh))
+                self._scopes[scope] = replace(built, embedded=())
+        return built
 
 
 def index_vector(

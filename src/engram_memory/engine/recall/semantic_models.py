@@ -1,45 +1,40 @@
-"""Which embedding model reads which texts, and with what weight its nearest memories vote.
+"""The embedding model as the semantic channel uses it: one model for every memory, its constants, and the
+language centroids taken away from its vectors.
 
-The default channel pairs two models (docs/decisions/0016-two-models-by-script.md): all-MiniLM-L6-v2 for
-texts written in the Latin alphabet, multilingual-e5-small for every other text. MiniLM ranks English
-conversations better in fusion and costs a third of e5's time per memory; e5 is the one that reads Korean,
-Chinese and Japanese. Each memory is embedded once, by the model that reads all of its text (its primary
-component and the context lines its vector takes in); a query is answered
-by the model of its own text, and a Latin-alphabet query also consults e5's memories (Korean, Chinese or
-Japanese ones, across languages) in the same list, each model's cosines measured against its own
-memories'. With one model (the operator's choice, or the only one installed) it reads everything, as
-before.
+Every memory gets a vector from one model that reads all five of its users' languages (English, Korean,
+Simplified and Traditional Chinese, Japanese): multilingual-e5-small by default, so a query in any of them
+meets a memory in any other from the first memory of a scope on (docs/decisions/0025-language-centred-vectors.md,
+which replaced 0016's two models by script). all-MiniLM-L6-v2 stays available as the operator's choice.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from engram_memory.engine.recall.languages import LANGUAGES, language_of
 from engram_memory.engine.recall.ranking import formula_number
 
 __all__ = [
-    "ALL",
-    "CROSS_SCRIPT_MIN_MEMORIES",
-    "LATIN",
-    "OTHER",
+    "CONTEXT_WEIGHT",
+    "Centroids",
     "Embedder",
     "Matrix",
     "SemanticModel",
-    "cosine_formulas",
-    "in_latin_alphabet",
-    "model_for",
-    "models_for_query",
-    "paired",
-    "single",
+    "cosine_formula",
+    "unit",
 ]
 
 Matrix = npt.NDArray[np.float32]
+
+# A memory's vector is its primary text's plus this share of the unit mean of its context lines'
+# (decision 0014's measurement for multilingual-e5: the context helps a short conversational turn and
+# blurs a self-contained sentence).
+CONTEXT_WEIGHT = 0.2
 
 
 class Embedder(Protocol):
@@ -60,117 +55,89 @@ class Embedder(Protocol):
         ...
 
 
-# Which texts a model reads: every text (one model), or the Latin-alphabet ones, or all the others.
-ALL = "all"
-LATIN = "latin"
-OTHER = "other"
+def unit(vector: Matrix) -> Matrix:
+    norm = float(np.linalg.norm(vector))
+    scaled: Matrix = np.asarray(vector / norm if norm > 0 else vector, dtype=np.float32)
+    return scaled
 
-# A model alone: its memory vectors take 0.2 x their context, and its list votes like the lexical one
-# (multilingual-e5-small's measurements, docs/decisions/0014-multilingual-model.md).
-SINGLE_CONTEXT_WEIGHT = 0.2
-SINGLE_WEIGHT = 1.0
-# The pair. MiniLM on Latin-alphabet texts keeps the constants it was tuned with on LoCoMo (decision 0009:
-# context 0.7, half a vote; R@10 / Hit@10 79.0 / 85.5 against e5's best 78.6 / 84.7 with its own), e5 on the
-# others those of decision 0014.
-LATIN_CONTEXT_WEIGHT = 0.7
-LATIN_WEIGHT = 0.5
-OTHER_CONTEXT_WEIGHT = 0.2
-OTHER_WEIGHT = 1.0
-# A Latin-alphabet query also ranks the multilingual model's memories (Korean, Chinese, Japanese… across
-# languages) once the scope holds this many of them: both models' cosines are then measured against their
-# own memories' (how far above the rest of its model's memories a memory stands, in standard deviations),
-# and one list is made of both. Below it, the few memories in another script are left to the lexical
-# channel: a statistic of three cosines would lift them above every English memory by chance.
-CROSS_SCRIPT_MIN_MEMORIES = 30
+
+@dataclass(frozen=True, slots=True)
+class Centroids:
+    """A multilingual model's mean vector per language, of memories (passages) and of queries.
+
+    A multilingual model places texts of one language near each other whatever they say: e5-small puts
+    86 % of a Korean, Chinese or Japanese query's ten nearest memories in the query's own language. Taking
+    each language's mean away from a text's vector (and the query language's mean of queries away from
+    the query's) leaves what the text says, and across languages that is most of what the model knows.
+    The means come from parallel sentences shipped with the model (embeddings/calibration.py): constants,
+    named by `name`.
+    """
+
+    name: str
+    passages: Mapping[str, Matrix]  # language -> mean vector of texts in it, read as memories
+    queries: Mapping[str, Matrix]
+
+    def __post_init__(self) -> None:
+        if set(self.passages) != set(LANGUAGES) or set(self.queries) != set(LANGUAGES):
+            raise ValueError("centroids need every language of LANGUAGES")
+
+    @staticmethod
+    def _of(means: Mapping[str, Matrix], text: str) -> Matrix:
+        language = language_of(text)
+        if language in means:
+            return means[language]
+        # Another script: no language of its own to take away, so the mean of all (what every text shares).
+        mean: Matrix = np.mean(np.stack([means[name] for name in LANGUAGES]), axis=0).astype(np.float32)
+        return mean
+
+    def passage(self, vector: Matrix, text: str) -> Matrix:
+        return unit(vector - self._of(self.passages, text))
+
+    def query(self, vector: Matrix, text: str) -> Matrix:
+        return unit(vector - self._of(self.queries, text))
 
 
 @dataclass(frozen=True, slots=True)
 class SemanticModel:
-    """An embedding model as the channel uses it: which texts it reads and its two constants."""
+    """The channel's model: its embedder, how much a memory's context weighs, and its centroids (if any)."""
 
     embedder: Embedder
-    texts: str  # ALL, LATIN or OTHER
-    context_weight: float  # how much a memory's context lines weigh in its vector
-    weight: float  # its list's vote in the fusion, for a query it reads
+    centroids: Centroids | None = None
+    context_weight: float = CONTEXT_WEIGHT
 
     @property
     def vector_id(self) -> str:
-        """What the store's model column holds for this model's vectors: the model id alone when it reads
-        every text (as stores written before the pair hold), else the id and the texts it reads, so that a
-        vector written under another arrangement is never taken for one of this."""
+        """What the store's model column holds for this model's vectors: the model id, and the centroids
+        taken away, so that a vector written under another arrangement is never taken for one of this."""
         model_id = self.embedder.model_id
-        return model_id if self.texts == ALL else f"{model_id}+{self.texts}"
+        return model_id if self.centroids is None else f"{model_id}-{self.centroids.name}"
 
-    def reads(self, text: str) -> bool:
-        if self.texts == ALL:
-            return True
-        return in_latin_alphabet(text) == (self.texts == LATIN)
+    def query_vector(self, query: str) -> Matrix:
+        """The query's vector as memories' vectors are compared with it."""
+        vector = self.embedder.embed_queries([query])[0]
+        return vector if self.centroids is None else self.centroids.query(vector, query)
 
+    def memory_vector(self, embed: Callable[[Sequence[str]], Matrix], primary: str, lines: Sequence[str]) -> Matrix:
+        """The primary text's vector plus `context_weight` times the unit mean of its context lines', each
+        text first taken from its own language's centroid (a Korean line of context beside an English
+        statement is centred as Korean).
 
-def single(embedder: Embedder) -> tuple[SemanticModel, ...]:
-    return (SemanticModel(embedder, ALL, SINGLE_CONTEXT_WEIGHT, SINGLE_WEIGHT),)
-
-
-def paired(english: Embedder, multilingual: Embedder) -> tuple[SemanticModel, ...]:
-    return (
-        SemanticModel(english, LATIN, LATIN_CONTEXT_WEIGHT, LATIN_WEIGHT),
-        SemanticModel(multilingual, OTHER, OTHER_CONTEXT_WEIGHT, OTHER_WEIGHT),
-    )
-
-
-# Letters of the Latin script, by block: Basic Latin and Latin-1 (with ª, µ and º), Extended-A and -B, IPA,
-# the phonetic extensions, Extended Additional (Vietnamese), Extended-C, -D and -E, the ff/fi ligatures and
-# the fullwidth forms.
-_LATIN_BLOCKS = (
-    (0x0000, 0x02AF),
-    (0x1D00, 0x1DBF),
-    (0x1E00, 0x1EFF),
-    (0x2C60, 0x2C7F),
-    (0xA720, 0xA7FF),
-    (0xAB30, 0xAB6F),
-    (0xFB00, 0xFB06),
-    (0xFF21, 0xFF5A),
-)
+        The statement alone keeps its own meaning sharp; its surroundings carry the topic a short reply
+        ("Wow, that's great!") leaves out. Lines are embedded one by one so that a line already seen (a
+        conversation's previous turn is the next turn's context) comes from the caller's cache instead of
+        the model: one model pass per memory.
+        """
+        texts = [primary, *lines]
+        vectors = embed(texts)
+        if self.centroids is not None:
+            centroids = self.centroids
+            vectors = np.stack([centroids.passage(vectors[i], text) for i, text in enumerate(texts)])
+        if not lines:
+            return unit(vectors[0])
+        return unit(vectors[0] + self.context_weight * unit(vectors[1:].mean(axis=0)))
 
 
-@functools.lru_cache(maxsize=8192)
-def _foreign_letter(character: str) -> bool:
-    if not character.isalpha():
-        return False
-    code = ord(character)
-    return not any(low <= code <= high for low, high in _LATIN_BLOCKS)
-
-
-def in_latin_alphabet(text: str) -> bool:
-    """True when no letter of the text is outside the Latin script (digits, symbols and emoji are no letters).
-
-    One Han, Kana, Hangul, Cyrillic, Greek… letter is enough to send a text to the multilingual model: it
-    reads English too, while the English model cannot read the rest.
-    """
-    return text.isascii() or not any(_foreign_letter(character) for character in set(text))
-
-
-def model_for(models: Sequence[SemanticModel], text: str) -> SemanticModel:
-    """The model that embeds `text` (a query, or all of a memory's text the vector is made of)."""
-    return next((model for model in models if model.reads(text)), models[0])
-
-
-def models_for_query(models: Sequence[SemanticModel], query: str) -> list[SemanticModel]:
-    """The models whose memories a query's semantic list ranks: its own model, then for a Latin-alphabet
-    query the multilingual one too (which reads English as well as the memories' languages). A query in
-    another script never consults the English model, which would only add noise to it."""
-    own = model_for(models, query)
-    if own.texts != LATIN:
-        return [own]
-    return [own, *(model for model in models if model.texts == OTHER)]
-
-
-def cosine_formulas(models: Sequence[SemanticModel]) -> list[str]:
-    """How each model's list enters the fusion, for the rank receipt's formula_ref."""
-    formulas = [
-        f"{formula_number(model.weight)}*cosine({model.embedder.model_id},{model.texts},primary+{formula_number(model.context_weight)}*context)"
-        for model in models
-    ]
-    if any(model.texts == LATIN for model in models):
-        formulas.append(f"latin-query:+{OTHER}[>={CROSS_SCRIPT_MIN_MEMORIES}],zscore")
-    return formulas
+def cosine_formula(model: SemanticModel) -> str:
+    """How the model's cosine is made, for the rank receipt's formula_ref."""
+    centred = "" if model.centroids is None else f",centred={model.centroids.name}"
+    return f"cosine({model.embedder.model_id},primary+{formula_number(model.context_weight)}*context{centred})"

@@ -91,7 +91,7 @@ def check_vectors(
         checks.add("vectors", ErrorCode.PROJECTION_STALE, entry.record_id or "vector", detail)
     if deps.semantic is None:
         return
-    models = set(deps.semantic.vector_ids)
+    models = {deps.semantic.vector_id}
     current = {record_id for record_id, state in records.items() if state == _CURRENT}
     embedded = {entry.record_id for entry in entries if entry.model in models}
     report.unembedded += len(current - embedded)
