@@ -40,6 +40,11 @@ class Site:
         return self._agent("alice", bind(self.paths).token)
 
     @property
+    def alice_elsewhere(self) -> StdioAgent:
+        """Alice's binding in a second server process: an index of its own on the same store."""
+        return self._agent("alice-2", bind(self.paths).token)
+
+    @property
     def other_tenant(self) -> StdioAgent:
         return self._agent("bob", bind(self.paths, tenant="tenant-b", principal="bob").token)
 
@@ -89,3 +94,22 @@ def test_a_forgotten_record_leaves_the_semantic_channel(site: Site) -> None:
     assert found_ids(site.alice, PARAPHRASE) == [other]
     with raw_store(site.paths) as db:
         assert db.rows("SELECT r.record_id FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid") == [(other,)]
+
+
+def test_two_server_processes_follow_each_other_s_writes_and_forgets(site: Site) -> None:
+    """Each `serve` process keeps its own index; each catches up by what the other wrote."""
+    _, invoices = remember(site.alice, "Quarterly invoices are mailed on the first Monday.")
+    assert found_ids(site.alice_elsewhere, PARAPHRASE) == [invoices]  # the second index is built
+    _, car = remember(site.alice, "The car needs new tyres before winter.")
+    assert found_ids(site.alice_elsewhere, PARAPHRASE)[:1] == [car]
+    first, second = search(site.alice, PARAPHRASE), search(site.alice_elsewhere, PARAPHRASE)
+    assert (
+        ok_value(first)["rank_receipt"]["ordered_ids_digest"] == ok_value(second)["rank_receipt"]["ordered_ids_digest"]
+    )
+    arguments = forget_args(car)
+    assert_failure(site.alice_elsewhere.call(FORGET, arguments), "gate_failed")
+    host = HostCli(site.paths)
+    host.approve(host.only_request(car)["id"])
+    ok_value(site.alice_elsewhere.call(FORGET, arguments))
+    assert found_ids(site.alice, PARAPHRASE) == [invoices]
+    assert found_ids(site.alice_elsewhere, PARAPHRASE) == [invoices]

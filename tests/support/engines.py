@@ -15,6 +15,7 @@ from engram_memory.engine.deps import Deps
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import Clock, Store
 from engram_memory.engine.recall.indexer import VectorIndexer
+from engram_memory.engine.recall.semantic import VectorCache
 from engram_memory.host.compose import open_store, open_vault, store_settings, vector_cache
 from engram_memory.host.keys.files import load_keyring, load_mac_keys
 from engram_memory.host.policy_file import FilePolicySource
@@ -30,9 +31,11 @@ def steered_engine(
     store: Store | None = None,
     runtime: bool = False,
     semantic: bool = True,
+    cache: VectorCache | None = None,
 ) -> Iterator[Engine]:
     """`semantic` as `serve` has it: the installed embedding model's channel, with its indexer beside
-    the admissions (False: lexical only)."""
+    the admissions (False: lexical only); `cache` is that channel's in-memory state, another engine's to
+    share it (as when the store changes under a running process), else a new one."""
     macs = load_mac_keys(paths)
     own_store = store or open_store(paths, runtime=runtime)
     try:
@@ -40,7 +43,7 @@ def steered_engine(
     except BaseException:
         own_store.close()
         raise
-    cache = vector_cache() if semantic else None
+    cache = (cache or vector_cache()) if semantic else None
     indexer = None if cache is None else VectorIndexer(own_store, cache)
     try:
         yield Engine(

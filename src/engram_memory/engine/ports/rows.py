@@ -166,6 +166,21 @@ class StoredVector:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordChange:
+    """A record whose state changed after a records cursor, as the semantic index needs it: its state and
+    validity, and its embedding by the index's model when it is accepted_current and has one."""
+
+    record_id: str
+    state: str
+    state_cursor: int
+    valid_from_ms: int
+    valid_to_ms: int | None
+    expires_at_ms: int | None
+    vector: bytes | None
+    subject: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class UnembeddedRecord:
     """An accepted_current record with no embedding by the current model yet (see VectorCache)."""
 

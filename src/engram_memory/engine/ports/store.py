@@ -25,6 +25,7 @@ from engram_memory.engine.ports.rows import (
     IndexStats,
     IssuedBindingRow,
     JournalEvent,
+    RecordChange,
     RecordRow,
     RevocationRow,
     Scope,
@@ -49,6 +50,7 @@ __all__ = [
     "JournalEvent",
     "KeyRing",
     "KeyVault",
+    "RecordChange",
     "RecordRow",
     "RevocationRow",
     "Scope",
@@ -72,6 +74,9 @@ class CoreTx(Protocol):
     def head(self, scope: Scope) -> ScopeHead | None: ...
     def append_event(self, event: JournalEvent) -> None: ...
     def events(self, scope: Scope) -> Iterator[JournalEvent]: ...
+    def event_digest(self, scope: Scope, cursor: int) -> str | None:
+        """The digest of the scope's journal event at `cursor`; None when the journal has none there."""
+        ...
 
     # candidates and records
     def insert_candidate(self, row: CandidateRow) -> None: ...
@@ -140,6 +145,11 @@ class CoreTx(Protocol):
 
     def records_without_vector(self, scope: Scope, models: Sequence[str]) -> list[UnembeddedRecord]:
         """The scope's accepted_current records with no embedding by any of `models`, in rid order."""
+        ...
+
+    def record_changes(self, scope: Scope, after: int, through: int, model: str) -> list[RecordChange]:
+        """The scope's records whose state changed at a records cursor in (`after`, `through`], in cursor
+        order, each with its embedding by `model` when it is accepted_current and has one."""
         ...
 
     # tombstone fingerprints (keyed, never content: engine/lifecycle/tombstone_guard.py)

@@ -52,7 +52,6 @@ from engram_memory.engine.recall.ranking import (
 from engram_memory.engine.recall.reindex import is_stale
 from engram_memory.engine.recall.semantic import (
     SEMANTIC_POOL,
-    CatchUp,
     Embedded,
     VectorCache,
     semantic_query,
@@ -200,22 +199,16 @@ def _hybrid(
     terms, lexical_terms, frequent = focus.terms, focus.lexical_terms, focus.frequent
     lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
     windows = named_windows(query)
-    catch_up = CatchUp(
-        expected=focus.doc_count,
-        payload_of=lambda record_id: read_payload(deps, tx, call.scope, record_id, "record"),
+    answer = cache.search(
+        tx,
+        call.scope,
+        generation,
+        lambda record_id: read_payload(deps, tx, call.scope, record_id, "record"),
+        semantic_query(without_dates(query), frequent),
+        valid_at_ms=valid_at_ms,
+        limit=SEMANTIC_POOL,
     )
-    matrix = cache.matrix(tx, call.scope, generation, catch_up)
-    model = cache.model
-    eligible = matrix.eligible(valid_at_ms)
-    nearest = (
-        matrix.nearest(
-            model.query_vector(semantic_query(without_dates(query), frequent)),
-            valid_at_ms=valid_at_ms,
-            limit=SEMANTIC_POOL,
-        )
-        if eligible
-        else []
-    )
+    model, nearest = cache.model, answer.nearest
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
     for neighbour in nearest:
@@ -223,7 +216,7 @@ def _hybrid(
         subjects.setdefault(neighbour.record_id, neighbour.subject)
     channels = [
         _lexical_receipt(deps, lexical_terms, len(docs)),
-        _semantic_receipt(model, eligible, len(nearest), len(frequent)),
+        _semantic_receipt(model, answer.eligible, len(nearest), len(frequent)),
     ]
     fused = fuse(
         lexical,
@@ -235,7 +228,7 @@ def _hybrid(
         relevance = _date_boosted(_subject_boosted(score, subjects[doc_id], terms, SUBJECT_BOOST), at[doc_id], windows)
         ranked.append(Scored(doc_id, round(blend(relevance, recency(valid_at_ms - at[doc_id])), 9)))
     ranked.sort(key=lambda s: (-s.score, s.doc_id))
-    return _Ranking(ranked, channels, list(matrix.embedded))
+    return _Ranking(ranked, channels, list(answer.embedded))
 
 
 def _semantic_receipt(model: SemanticModel, eligible: int, pooled: int, frequent: int) -> dict[str, Any]:

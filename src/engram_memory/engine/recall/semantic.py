@@ -1,9 +1,9 @@
-"""The semantic channel: embeddings written at admission, per-scope matrices in memory, cosine top-k.
+"""The semantic channel: embeddings written at admission, per-scope indexes in memory, cosine top-k.
 
 Only accepted_current records are embedded (never a pending candidate), and a record's vector leaves
 with its lexical entry. Each record has one vector, by the channel's one model (semantic_models.py).
-A scope's matrix is rebuilt from the store when the scope's records cursor (its write generation)
-moves, so a search never sees a vector the store no longer holds.
+A scope's index follows the store by what changed since the records cursor it last saw
+(vector_index.py), so a search never sees a vector of a record the store no longer holds current.
 """
 
 from __future__ import annotations
@@ -13,16 +13,26 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from engram_memory.contract.errors import ContractError
-from engram_memory.engine.ports.store import Scope, StoredVector, StoreTx
+from engram_memory.engine.ports.store import Scope, StoreTx
 from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel
 from engram_memory.engine.recall.text import subject, tokenize
+from engram_memory.engine.recall.vector_index import (
+    CatchUp,
+    Embedded,
+    Neighbour,
+    ScopeIndex,
+    build,
+    catch_up,
+    from_bytes,
+    to_bytes,
+)
+
+PayloadOf = Callable[[str], Mapping[str, Any]]
 
 __all__ = [
     "SEMANTIC_POOL",
@@ -31,7 +41,8 @@ __all__ = [
     "Embedder",
     "Matrix",
     "Neighbour",
-    "ScopeMatrix",
+    "PayloadOf",
+    "SemanticAnswer",
     "VectorCache",
     "embed_record",
     "embedding_texts",
@@ -42,14 +53,18 @@ __all__ = [
     "to_bytes",
 ]
 
-# How many nearest records a model's list hands to fusion (RRF gives rank 150 a weight of 1/210, which cannot
-# lift a record past one the lexical channel also found near the top); tuned on the LoCoMo dev set.
+# How many nearest records the model's list hands to fusion; tuned on the LoCoMo dev set.
 SEMANTIC_POOL = 150
 # How many context lines are read (the cap bounds the model work one admission can cause); how much they
 # weigh is the model's (semantic_models.py).
 CONTEXT_LINES = 8
 # Line embeddings kept per engine so repeated context costs no model pass (384 floats each: 6 MB).
 TEXT_CACHE_ENTRIES = 4096
+# Query vectors kept per engine: an agent asking again, or paging, costs no model pass.
+QUERY_CACHE_ENTRIES = 1024
+# Vectors kept in memory across a process's scope indexes (384 float32 each: 1.5 KB, so about 300 MB);
+# past it the least recently searched scopes are dropped and built again when asked.
+CACHED_VECTORS = 200_000
 
 
 def _primary_text(payload: Mapping[str, Any]) -> str:
@@ -95,107 +110,6 @@ def subject_of(payload: Mapping[str, Any]) -> str:
     return subject(tokenize(_primary_text(payload)))
 
 
-def to_bytes(vector: Matrix) -> bytes:
-    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
-
-
-def from_bytes(data: bytes, dimension: int) -> Matrix:
-    vector = np.frombuffer(data, dtype="<f4")
-    if vector.shape != (dimension,):
-        raise ValueError("a stored vector has another dimension than the model")
-    return vector
-
-
-_OPEN = np.iinfo(np.int64).max
-
-
-@dataclass(frozen=True, slots=True)
-class Neighbour:
-    record_id: str
-    score: float  # the cosine, rounded to 6 decimals
-    valid_from_ms: int
-    subject: str
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeMatrix:
-    """A scope's vectors at one generation, in record-id order, and what was embedded to build them."""
-
-    generation: int
-    ids: tuple[str, ...]
-    subjects: tuple[str, ...]
-    matrix: Matrix
-    valid_from: npt.NDArray[np.int64]
-    valid_to: npt.NDArray[np.int64]  # int64 max when open-ended
-    expires: npt.NDArray[np.int64]  # int64 max when never
-    embedded: tuple[Embedded, ...] = ()
-
-    @classmethod
-    def of(
-        cls, generation: int, stored: list[StoredVector], dimension: int, embedded: tuple[Embedded, ...]
-    ) -> ScopeMatrix:
-        stored = sorted(stored, key=lambda row: row.record_id)  # one order whatever the store's row ids
-        return cls(
-            generation=generation,
-            ids=tuple(row.record_id for row in stored),
-            subjects=tuple(row.subject for row in stored),
-            matrix=(
-                np.vstack([from_bytes(row.vector, dimension) for row in stored])
-                if stored
-                else np.zeros((0, dimension), dtype=np.float32)
-            ),
-            valid_from=np.array([row.valid_from_ms for row in stored], dtype=np.int64),
-            valid_to=np.array(
-                [_OPEN if row.valid_to_ms is None else row.valid_to_ms for row in stored], dtype=np.int64
-            ),
-            expires=np.array(
-                [_OPEN if row.expires_at_ms is None else row.expires_at_ms for row in stored], dtype=np.int64
-            ),
-            embedded=embedded,
-        )
-
-    def _eligible(self, valid_at_ms: int) -> npt.NDArray[np.intp]:
-        held = (self.valid_from <= valid_at_ms) & (valid_at_ms <= self.valid_to) & (self.expires > valid_at_ms)
-        return np.flatnonzero(held)
-
-    def eligible(self, valid_at_ms: int) -> int:
-        return int(self._eligible(valid_at_ms).size)
-
-    def nearest(self, query: Matrix, *, valid_at_ms: int, limit: int) -> list[Neighbour]:
-        """The `limit` eligible records closest to the query, best first (ties by id); cosines rounded so
-        float noise below 1e-6 cannot reorder two records between identical searches."""
-        positions = self._eligible(valid_at_ms)
-        if positions.size == 0:
-            return []
-        scores = np.round((self.matrix[positions] @ query).astype(np.float64), 6)
-        take = min(limit, positions.size)
-        top = np.argpartition(-scores, take - 1)[:take] if take < positions.size else np.arange(positions.size)
-        found = sorted(
-            ((float(scores[i]), self.ids[positions[i]], int(positions[i])) for i in top), key=lambda f: (-f[0], f[1])
-        )
-        return [
-            Neighbour(record_id, score, int(self.valid_from[at]), self.subjects[at]) for score, record_id, at in found
-        ]
-
-
-@dataclass(frozen=True, slots=True)
-class Embedded:
-    """A record's vector, the id of the model arrangement that wrote it, and its subject, ready to be written."""
-
-    record_id: str
-    vector_id: str
-    vector: Matrix
-    subject: str
-
-
-@dataclass(frozen=True, slots=True)
-class CatchUp:
-    """What a matrix build needs to embed the scope's records that have no vector yet."""
-
-    expected: int  # accepted_current records in the scope (the lexical index's document count)
-    payload_of: Callable[[str], Mapping[str, Any]]
-
-
 def embed_record(cache: VectorCache, scope: Scope, record_id: str, payload: Mapping[str, Any]) -> Embedded:
     model = cache.model
     primary, lines = embedding_texts(payload)
@@ -203,15 +117,27 @@ def embed_record(cache: VectorCache, scope: Scope, record_id: str, payload: Mapp
     return Embedded(record_id, model.vector_id, vector, subject_of(payload))
 
 
+@dataclass(frozen=True, slots=True)
+class SemanticAnswer:
+    """What the semantic channel gives one search: how many records were eligible, the nearest of them,
+    and the vectors it had to compute (for the caller to keep)."""
+
+    eligible: int
+    nearest: list[Neighbour]
+    embedded: tuple[Embedded, ...]
+
+
 class VectorCache:
-    """The channel's model, per-scope matrices keyed by the scope's write generation, and recent texts'
-    vectors; shared by the engine's threads."""
+    """The channel's model, each scope's index (engine/recall/vector_index.py) and recent texts' and
+    queries' vectors; shared by the engine's threads, each scope's index under a lock of its own."""
 
     def __init__(self, model: SemanticModel) -> None:
         self._model = model
         self._lock = threading.Lock()
-        self._scopes: dict[Scope, ScopeMatrix] = {}
+        self._scopes: OrderedDict[Scope, ScopeIndex] = OrderedDict()
+        self._scope_locks: dict[Scope, threading.Lock] = {}
         self._texts: OrderedDict[tuple[Scope, bytes], Matrix] = OrderedDict()
+        self._queries: OrderedDict[tuple[Scope, bytes], Matrix] = OrderedDict()
 
     @property
     def model(self) -> SemanticModel:
@@ -220,6 +146,10 @@ class VectorCache:
     @property
     def vector_id(self) -> str:
         return self._model.vector_id
+
+    @property
+    def dimension(self) -> int:
+        return self._model.embedder.dimension
 
     def warm(self) -> None:
         """Loads the model now (a benchmark's warm-up; serving loads it on its first use)."""
@@ -247,33 +177,82 @@ class VectorCache:
                     self._texts.popitem(last=False)
         return np.vstack([known[key] for key in keys]).astype(np.float32, copy=False)
 
-    def matrix(self, tx: StoreTx, scope: Scope, generation: int, catch_up: CatchUp) -> ScopeMatrix:
-        """The scope's matrix at `generation`, embedding first any current record that has no vector by
-        this model (admitted but not yet written by the indexer, or by another process, or under another
-        model, or lost to a crash), so the order never depends on any of that. `embedded` holds those
-        vectors, for the caller to keep."""
+    def query_vector(self, scope: Scope, query: str) -> Matrix:
+        """The query's vector, from the scope's recent-query cache when the same text was asked lately."""
+        key = (scope, hashlib.sha256(query.encode("utf-8")).digest())
         with self._lock:
-            cached = self._scopes.get(scope)
-        if cached is not None and cached.generation == generation:
-            return replace(cached, embedded=())
-        vector_id = self.vector_id
-        stored = tx.vectors(scope, vector_id)
-        fresh: list[Embedded] = []
-        if len(stored) < catch_up.expected:
-            for row in tx.records_without_vector(scope, (vector_id,)):
-                try:
-                    payload = catch_up.payload_of(row.record_id)
-                except ContractError:  # a body that does not open stays out of this channel, not the search
-                    continue
-                embedded = embed_record(self, scope, row.record_id, payload)
-                fresh.append(embedded)
-                stored.append(row.with_vector(to_bytes(embedded.vector), embedded.subject))
-        built = ScopeMatrix.of(generation, stored, self._model.embedder.dimension, tuple(fresh))
+            cached = self._queries.get(key)
+            if cached is not None:
+                self._queries.move_to_end(key)
+                return cached
+        vector = self._model.query_vector(query)
         with self._lock:
-            current = self._scopes.get(scope)
-            if current is None or current.generation <= generation:
-                self._scopes[scope] = replace(built, embedded=())
-        return built
+            self._queries[key] = vector
+            while len(self._queries) > QUERY_CACHE_ENTRIES:
+                self._queries.popitem(last=False)
+        return vector
+
+    def _scope_lock(self, scope: Scope) -> threading.Lock:
+        with self._lock:
+            return self._scope_locks.setdefault(scope, threading.Lock())
+
+    def _catch_up(
+        self, tx: StoreTx, scope: Scope, generation: int, payload_of: PayloadOf
+    ) -> tuple[ScopeIndex, list[Embedded]]:
+        """The scope's shared index, brought to `generation` (or able to answer for it); or, when it cannot
+        be (a snapshot older than what it kept), a private one built from the snapshot. Under the scope's lock."""
+        embedding = CatchUp(payload_of, lambda record_id, payload: embed_record(self, scope, record_id, payload))
+        with self._lock:
+            index = self._scopes.get(scope)
+            if index is not None:
+                self._scopes.move_to_end(scope)
+        if index is not None and index.serves(tx, scope, generation):
+            return index, catch_up(index, tx, scope, generation, self.vector_id, self.dimension, embedding)
+        built, fresh = build(tx, scope, generation, self.vector_id, self.dimension, embedding)
+        if index is None or generation >= index.stamp.cursor:
+            with self._lock:
+                self._scopes[scope] = built
+                self._scopes.move_to_end(scope)
+                self._evict(keep=scope)
+        return built, fresh
+
+    def _evict(self, keep: Scope) -> None:
+        """Drops the least recently searched scopes' indexes past CACHED_VECTORS (rebuilt when asked again)."""
+        total = sum(len(index) for index in self._scopes.values())
+        while total > CACHED_VECTORS and len(self._scopes) > 1:
+            oldest = next(iter(self._scopes))
+            if oldest == keep:
+                self._scopes.move_to_end(oldest)
+                continue
+            total -= len(self._scopes.pop(oldest))
+
+    def search(
+        self,
+        tx: StoreTx,
+        scope: Scope,
+        generation: int,
+        payload_of: PayloadOf,
+        query: str,
+        *,
+        valid_at_ms: int,
+        limit: int,
+    ) -> SemanticAnswer:
+        """The `limit` records of the scope nearest the query as of the snapshot (`tx` at `generation`),
+        catching the scope's index up first. The model reads the query only when a record is eligible,
+        and outside the scope's lock."""
+        lock = self._scope_lock(scope)
+        with lock:
+            index, fresh = self._catch_up(tx, scope, generation, payload_of)
+            eligible = index.eligible(generation, valid_at_ms)
+        if not eligible:
+            return SemanticAnswer(0, [], tuple(fresh))
+        vector = self.query_vector(scope, query)
+        with lock:
+            if index is not self._scopes.get(scope) or not index.serves(tx, scope, generation):
+                index, more = self._catch_up(tx, scope, generation, payload_of)
+                fresh.extend(more)
+            nearest = index.nearest(vector, generation=generation, valid_at_ms=valid_at_ms, limit=limit)
+        return SemanticAnswer(eligible, nearest, tuple(fresh))
 
 
 def index_vector(

@@ -56,6 +56,14 @@ class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQu
         self._db = connection
 
     # -- journal ---------------------------------------------------------------------------
+    def event_digest(self, scope: Scope, cursor: int) -> str | None:
+        self._enter_tenant(scope.tenant)
+        row = self._db.execute(
+            "SELECT event_digest FROM journal WHERE tenant = ? AND workspace = ? AND cursor = ?",
+            (scope.tenant, scope.workspace, cursor),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def head(self, scope: Scope) -> ScopeHead | None:
         self._enter_tenant(scope.tenant)
         row = self._db.execute(

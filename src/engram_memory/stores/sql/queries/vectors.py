@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engram_memory.engine.ports.store import Scope, StoredVector, UnembeddedRecord
+from engram_memory.engine.ports.store import RecordChange, Scope, StoredVector, UnembeddedRecord
 from engram_memory.stores.sql.base import SqlBase
 
 
@@ -67,6 +67,31 @@ class VectorQueries(SqlBase):
             (scope.tenant, scope.workspace, model, *record_ids),
         ).fetchall()
         return {str(row[0]): bytes(row[1]) for row in rows}
+
+    def record_changes(self, scope: Scope, after: int, through: int, model: str) -> list[RecordChange]:
+        self._enter_tenant(scope.tenant)
+        rows = self._db.execute(
+            "SELECT r.record_id, r.state, r.state_cursor, r.valid_from_ms, r.valid_to_ms, r.expires_at_ms,"
+            " v.vector, v.subject FROM records AS r"
+            " LEFT JOIN record_vectors AS v ON v.tenant = r.tenant AND v.rid = r.rid AND v.model = ?"
+            " AND r.state = 'accepted_current'"
+            " WHERE r.tenant = ? AND r.workspace = ? AND r.state_cursor > ? AND r.state_cursor <= ?"
+            " ORDER BY r.state_cursor, r.rid",
+            (model, scope.tenant, scope.workspace, after, through),
+        ).fetchall()
+        return [
+            RecordChange(
+                str(row[0]),
+                str(row[1]),
+                int(row[2]),
+                int(row[3]),
+                row[4],
+                row[5],
+                None if row[6] is None else bytes(row[6]),
+                row[7],
+            )
+            for row in rows
+        ]
 
     def _drop_vector(self, scope: Scope, rid: int) -> None:
         self._db.execute(

@@ -1,0 +1,294 @@
+"""A scope's vectors in memory, changed by what changed: a search pays for the records written since the
+generation it last saw, never for the whole scope (issue 42).
+
+The index is derived data, stamped with the records cursor it reflects and the journal digest at that
+cursor. Before each use it is checked against the search's own snapshot: the same journal up to its
+stamp means the records that changed since are exactly those whose state cursor lies after it (the store
+gives them, `record_changes`), so it catches up by them; any other journal (a restore, a rewritten store)
+means it is built again from the store. The store stays the only judge of what is current: a record
+enters the index when the store says it became accepted_current and leaves when it says it stopped.
+
+Entries keep the cursor at which they entered and left, so a search whose snapshot is older than the
+index (another thread caught it up meanwhile) sees the index as of its own cursor, as long as the
+entries that left since have not been compacted away; if they have, it builds a private index from its
+snapshot, as every search did before.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.contract.states import RecordState
+from engram_memory.engine.ports.store import RecordChange, Scope, StoreTx
+from engram_memory.engine.recall.semantic_models import Matrix
+
+__all__ = [
+    "CatchUp",
+    "Embedded",
+    "Neighbour",
+    "ScopeIndex",
+    "Stamp",
+    "build",
+    "catch_up",
+    "from_bytes",
+    "to_bytes",
+]
+
+_CURRENT = RecordState.ACCEPTED_CURRENT.value
+_OPEN = np.iinfo(np.int64).max
+INITIAL_CAPACITY = 256
+# Entries that left are kept for older snapshots until they are this share of the index (and at least
+# COMPACT_MIN of them), then dropped in one pass.
+COMPACT_SHARE = 0.25
+COMPACT_MIN = 1024
+# Digests of the generations the index was stamped at, kept to recognise an older snapshot of the same
+# journal.
+STAMPS_KEPT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    record_id: str
+    score: float  # the cosine, rounded to 6 decimals
+    valid_from_ms: int
+    subject: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """The records cursor an index reflects and the journal's digest there (None at cursor 0)."""
+
+    cursor: int
+    digest: str | None
+
+    @classmethod
+    def read(cls, tx: StoreTx, scope: Scope, cursor: int) -> Stamp:
+        return cls(cursor, tx.event_digest(scope, cursor) if cursor else None)
+
+    def holds(self, tx: StoreTx, scope: Scope) -> bool:
+        """Whether the snapshot's journal is the one this stamp was read from, up to the stamp."""
+        return self.cursor == 0 or tx.event_digest(scope, self.cursor) == self.digest
+
+
+def _opt(value: int | None) -> int:
+    return _OPEN if value is None else value
+
+
+class ScopeIndex:
+    """One scope's vectors by one model: a growing matrix, each row alive between two cursors.
+
+    Not thread-safe: VectorCache holds the scope's lock around every use.
+    """
+
+    def __init__(self, dimension: int, stamp: Stamp) -> None:
+        self._dimension = dimension
+        self._stamps: OrderedDict[int, str | None] = OrderedDict({stamp.cursor: stamp.digest})
+        self._horizon = stamp.cursor  # entries that left at or before this cursor may be gone
+        self._size = 0
+        self._left = 0
+        self._ids: list[str] = []
+        self._subjects: list[str] = []
+        self._row_of: dict[str, int] = {}  # record id -> its live row
+        self._matrix: Matrix = np.zeros((0, dimension), dtype=np.float32)
+        self._valid_from = self._valid_to = self._expires = self._entered = self._left_at = np.zeros(0, dtype=np.int64)
+        self._reserve(INITIAL_CAPACITY)
+
+    @property
+    def stamp(self) -> Stamp:
+        cursor = next(reversed(self._stamps))
+        return Stamp(cursor, self._stamps[cursor])
+
+    def __len__(self) -> int:
+        return len(self._row_of)
+
+    def serves(self, tx: StoreTx, scope: Scope, generation: int) -> bool:
+        """Whether the index can answer for the snapshot at `generation`: caught up to it (the journal
+        still the one it was built from), or ahead of it on that journal with what left since kept."""
+        stamp = self.stamp
+        if generation >= stamp.cursor:
+            return stamp.holds(tx, scope)
+        if generation < self._horizon or generation not in self._stamps:
+            return False
+        return Stamp(generation, self._stamps[generation]).holds(tx, scope)
+
+    def put(
+        self, record_id: str, vector: Matrix, subject: str, validity: tuple[int, int | None, int | None], at: int
+    ) -> None:
+        """The record is current from cursor `at` on (a row it had before leaves there)."""
+        self.drop(record_id, at)
+        if self._size == self._matrix.shape[0]:
+            self._grow()
+        row = self._size
+        self._matrix[row] = vector
+        self._ids.append(record_id)
+        self._subjects.append(subject)
+        valid_from, valid_to, expires = validity
+        self._valid_from[row], self._valid_to[row], self._expires[row] = valid_from, _opt(valid_to), _opt(expires)
+        self._entered[row], self._left_at[row] = at, _OPEN
+        self._row_of[record_id] = row
+        self._size += 1
+
+    def drop(self, record_id: str, at: int) -> None:
+        """The record stopped being current at cursor `at`."""
+        row = self._row_of.pop(record_id, None)
+        if row is not None:
+            self._left_at[row] = at
+            self._left += 1
+
+    def stamped(self, stamp: Stamp) -> None:
+        self._stamps[stamp.cursor] = stamp.digest
+        while len(self._stamps) > STAMPS_KEPT:
+            self._stamps.popitem(last=False)
+        if self._left >= COMPACT_MIN and self._left >= COMPACT_SHARE * self._size:
+            self._compact()
+
+    _COLUMNS = ("_valid_from", "_valid_to", "_expires", "_entered", "_left_at")
+
+    def _reserve(self, capacity: int, rows: npt.NDArray[np.intp] | None = None) -> None:
+        """Room for `capacity` rows, keeping the first `_size` rows (or only `rows`, in order)."""
+        keep = np.arange(self._size) if rows is None else rows
+        matrix = np.zeros((capacity, self._dimension), dtype=np.float32)
+        matrix[: keep.size] = self._matrix[keep]
+        self._matrix = matrix
+        for name in self._COLUMNS:
+            column = np.zeros(capacity, dtype=np.int64)
+            column[: keep.size] = getattr(self, name)[keep]
+            setattr(self, name, column)
+
+    def _grow(self) -> None:
+        self._reserve(2 * self._matrix.shape[0])
+
+    def _compact(self) -> None:
+        """Drops the rows that left; older snapshots than the current stamp can no longer be served."""
+        keep = np.flatnonzero(self._left_at[: self._size] == _OPEN)
+        self._horizon = self.stamp.cursor
+        self._reserve(max(INITIAL_CAPACITY, 2 * keep.size), keep)
+        self._ids = [self._ids[row] for row in keep]
+        self._subjects = [self._subjects[row] for row in keep]
+        self._size, self._left = int(keep.size), 0
+        self._row_of = {record_id: row for row, record_id in enumerate(self._ids)}
+
+    def _eligible(self, generation: int, valid_at_ms: int) -> npt.NDArray[np.intp]:
+        n = self._size
+        alive = (self._entered[:n] <= generation) & (generation < self._left_at[:n])
+        valid = (self._valid_from[:n] <= valid_at_ms) & (valid_at_ms <= self._valid_to[:n])
+        return np.flatnonzero(alive & valid & (self._expires[:n] > valid_at_ms))
+
+    def eligible(self, generation: int, valid_at_ms: int) -> int:
+        return int(self._eligible(generation, valid_at_ms).size)
+
+    def nearest(self, query: Matrix, *, generation: int, valid_at_ms: int, limit: int) -> list[Neighbour]:
+        """The `limit` records eligible at the snapshot's generation and valid time closest to the query,
+        best first, ties by id; cosines rounded so float noise below 1e-6 cannot reorder two records
+        between identical searches."""
+        rows = self._eligible(generation, valid_at_ms)
+        if rows.size == 0:
+            return []
+        scores = np.round((self._matrix[rows] @ query).astype(np.float64), 6)
+        take = min(limit, rows.size)
+        top = np.argpartition(-scores, take - 1)[:take] if take < rows.size else np.arange(rows.size)
+        found = sorted(((float(scores[i]), self._ids[rows[i]], int(rows[i])) for i in top), key=lambda f: (-f[0], f[1]))
+        return [
+            Neighbour(record_id, score, int(self._valid_from[row]), self._subjects[row])
+            for score, record_id, row in found
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """A record's vector, the id of the model arrangement that wrote it, and its subject, ready to be written."""
+
+    record_id: str
+    vector_id: str
+    vector: Matrix
+    subject: str
+
+
+Embed = Callable[[str, Mapping[str, Any]], Embedded]
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUp:
+    """What an index needs to embed the records that have no vector yet: their bodies, and the model."""
+
+    payload_of: Callable[[str], Mapping[str, Any]]
+    embed: Embed
+
+
+def _embed(catch_up: CatchUp, record_id: str, fresh: list[Embedded]) -> Embedded | None:
+    try:
+        payload = catch_up.payload_of(record_id)
+    except ContractError:  # a body that does not open stays out of this channel, not the search
+        return None
+    embedded = catch_up.embed(record_id, payload)
+    fresh.append(embedded)
+    return embedded
+
+
+def to_bytes(vector: Matrix) -> bytes:
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+def from_bytes(data: bytes, dimension: int) -> Matrix:
+    vector = np.frombuffer(data, dtype="<f4")
+    if vector.shape != (dimension,):
+        raise ValueError("a stored vector has another dimension than the model")
+    return vector
+
+
+def build(
+    tx: StoreTx, scope: Scope, generation: int, vector_id: str, dimension: int, catch_up: CatchUp
+) -> tuple[ScopeIndex, list[Embedded]]:
+    """The scope's index at `generation`, from every vector the store holds, embedding the current records
+    that have none (admitted but not yet written by an indexer, lost to a crash, or under another model)."""
+    index = ScopeIndex(dimension, Stamp.read(tx, scope, generation))
+    fresh: list[Embedded] = []
+    for row in sorted(tx.vectors(scope, vector_id), key=lambda row: row.record_id):
+        index.put(
+            row.record_id,
+            from_bytes(row.vector, dimension),
+            row.subject,
+            (row.valid_from_ms, row.valid_to_ms, row.expires_at_ms),
+            0,
+        )
+    for missing in tx.records_without_vector(scope, (vector_id,)):
+        embedded = _embed(catch_up, missing.record_id, fresh)
+        if embedded is not None:
+            validity = (missing.valid_from_ms, missing.valid_to_ms, missing.expires_at_ms)
+            index.put(missing.record_id, embedded.vector, embedded.subject, validity, 0)
+    return index, fresh
+
+
+def catch_up(
+    index: ScopeIndex, tx: StoreTx, scope: Scope, generation: int, vector_id: str, dimension: int, embedding: CatchUp
+) -> list[Embedded]:
+    """Brings the index from its stamp to `generation` by the records that changed in between."""
+    fresh: list[Embedded] = []
+    after = index.stamp.cursor
+    if generation > after:
+        for change in tx.record_changes(scope, after, generation, vector_id):
+            _apply(index, change, dimension, embedding, fresh)
+        index.stamped(Stamp.read(tx, scope, generation))
+    return fresh
+
+
+def _apply(index: ScopeIndex, change: RecordChange, dimension: int, embedding: CatchUp, fresh: list[Embedded]) -> None:
+    if change.state != _CURRENT:
+        index.drop(change.record_id, change.state_cursor)
+        return
+    validity = (change.valid_from_ms, change.valid_to_ms, change.expires_at_ms)
+    if change.vector is not None:
+        index.put(
+            change.record_id, from_bytes(change.vector, dimension), change.subject or "", validity, change.state_cursor
+        )
+        return
+    embedded = _embed(embedding, change.record_id, fresh)
+    if embedded is not None:
+        index.put(change.record_id, embedded.vector, embedded.subject, validity, change.state_cursor)
