@@ -17,7 +17,9 @@ the floor, the same top-10 full-text query issued straight to the store (FTS5 `b
 `ts_rank` over the tsvector column) on the same data. Peak RSS is this process's (it runs the ingest
 and the exactly-once check with a full verify itself); `server_peak_rss_mb` is the largest peak of the
 `serve --http` processes, read from /proc before they stop; database size is the store's files (or the
-PostgreSQL database). Results: docs/benchmarks.md.
+PostgreSQL database). `--writers W --write-rate R` adds bench/live_writes.py: search (in process and over
+stdio) first quiet, then while W other `serve --http` processes capture and admit R pairs a second into
+the searched workspace, with each serve process's PSS. Results: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -408,6 +410,29 @@ def served_figures(
     return out
 
 
+def live_figures(
+    paths: HostPaths, corpus: Corpus, stored: Stored, options: argparse.Namespace, semantic: bool
+) -> dict[str, Any]:
+    """Search while `--writers` other serve processes write into the same workspace (bench/live_writes.py)."""
+    from live_writes import LiveLoad, measure
+
+    name = sorted(stored.ids)[0]
+    pick = random.Random(SEED + 4)
+    load = LiveLoad(
+        tenant=TENANT,
+        workspace=name,
+        purpose=PURPOSE,
+        queries=[corpus.query(pick.choice(stored.notes[name])) for _ in range(options.ops)],
+        busy_queries=[corpus.query(pick.choice(stored.notes[name])) for _ in range(options.ops)],
+        notes=corpus.note,
+        capture_arguments=capture_arguments,
+        writers=options.writers,
+        rate=options.write_rate,
+        semantic=semantic,
+    )
+    return measure(paths, load)
+
+
 def run(options: argparse.Namespace) -> dict[str, Any]:
     corpus = Corpus(options.corpus)
     semantic = options.channels == "hybrid"
@@ -423,6 +448,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         calls = per_call_writes(paths, corpus, stored, options.ops, semantic)
         remote = {} if options.no_stdio else over_stdio(paths, corpus, stored, options.ops, semantic, options.in_flight)
         served = {} if options.no_http else served_figures(paths, corpus, stored, options, semantic)
+        live = {} if not options.writers else live_figures(paths, corpus, stored, options, semantic)
         size = db_mb(paths)
     result: dict[str, Any] = {
         "records": sum(len(ids) for ids in stored.ids.values()),
@@ -453,6 +479,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         result["mcp_search_p95_ms"] = None
     result["floor_ratio_p95"] = round(result["search_p95_ms"] / result["floor_p95_ms"], 2)
     result.update(served)
+    result.update(live)
     result["peak_rss_mb"] = round(max(rss_after_ingest, peak_rss_mb()), 1)
     result["db_mb"] = size
     return result
@@ -490,6 +517,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the aggregate writers' MCP client: the lean one of bench/raw_mcp.py, or the SDK's",
     )
     parser.add_argument("--forgets", type=int, default=200, help="records the forget storm forgets")
+    parser.add_argument(
+        "--writers", type=int, default=0, help="live writes: other serve processes writing while one agent searches"
+    )
+    parser.add_argument(
+        "--write-rate", type=float, default=10.0, help="live writes: capture+admission pairs a second, all writers"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--results", type=Path, help="also append the JSON object as a line to this file")
     options = parser.parse_args(argv)
@@ -499,6 +532,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--processes, --clients, --forgets and --aggregate-seconds must be positive")
     if options.in_flight < 1:
         parser.error("--in-flight must be at least 1")
+    if options.writers < 0 or options.write_rate <= 0:
+        parser.error("--writers must be 0 or more and --write-rate positive")
     if options.ops < 1000:
         parser.error("--ops must be at least 1,000")
     if options.store != "sqlite" and not options.store.startswith("postgresql://"):

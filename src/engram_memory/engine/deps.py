@@ -26,3 +26,7 @@ class Deps:
     semantic: VectorCache | None = None
     # Embeds admitted records off the request path; None embeds them inside the admission instead.
     indexer: VectorIndexer | None = None
+    # An agent's admission embeds its candidate before its transaction and writes the vector with the
+    # record, so no other process's search has to embed it; a host import leaves it to the indexer (which
+    # keeps its throughput).
+    embed_ahead: bool = True

@@ -201,13 +201,14 @@ class Engine(HostFront):
         except ContractError:
             logger.error("audit row %s could not be written", audit_id)
 
-    def _pinned(self) -> Engine:
+    def _pinned(self, *, embed_ahead: bool = True) -> Engine:
         """This engine under the policy in force now, for calls sharing one transaction to be decided
         alike (an unreadable policy: this engine, and each call reports it as its own envelope would)."""
         try:
-            return Engine(replace(self.deps, policies=_PinnedPolicy(self.deps.policies.current())))
+            policies: PolicySource = _PinnedPolicy(self.deps.policies.current())
         except ContractError:
-            return self
+            policies = self.deps.policies
+        return Engine(replace(self.deps, policies=policies, embed_ahead=embed_ahead))
 
     # -- server path: calls that arrive together ---------------------------------------------
     def handle_group(self, calls: Sequence[AgentCall]) -> list[dict[str, Any] | ProtocolFault]:
@@ -278,8 +279,8 @@ class Engine(HostFront):
         outcomes: list[ImportOutcome] = []
         store, vault = self.deps.store, self.deps.vault
         # One transaction, one policy: every item is decided under the policy in force when it began
-        # (unreadable, each call reports it as its own envelope would).
-        engine = self._pinned()
+        # (unreadable, each call reports it as its own envelope would); vectors follow on the indexer.
+        engine = self._pinned(embed_ahead=False)
         try:
             with store.batch(before_commit=vault.commit_pending), vault.batch():
                 if binding is not None:

@@ -250,3 +250,22 @@ def test_a_date_in_the_query_favours_the_memories_of_that_day(
     receipt = asking.search("team lunch on 2023-03-02")["rank_receipt"]
     version = HYBRID_PROFILE_VERSION if profile == "hybrid" else PROFILE_VERSION
     assert "date(1+1)" in receipt["formula_ref"] and receipt["profile_version"] == version
+
+
+def test_an_agent_s_admission_commits_the_vector_with_the_record(
+    agent: InProcessAgent, served: Engine, paths: HostPaths
+) -> None:
+    """Embedded before the admission's transaction, so no other process's search has to embed it."""
+    indexer = served.deps.indexer
+    assert indexer is not None
+    car = _admit_without_waiting(agent, "The car needs new tyres before winter.")
+    assert indexer.depth == 0  # nothing was queued
+    assert [record for record, _ in _vector_models(paths)] == [car]
+
+
+def test_a_host_import_s_records_get_their_vectors_from_the_indexer(
+    agent: InProcessAgent, served: Engine, paths: HostPaths
+) -> None:
+    ids = agent.remember_many(["The car needs new tyres before winter.", "Prune the roses in early spring."])
+    served.deps.indexer.settle()  # type: ignore[union-attr]
+    assert sorted(record for record, _ in _vector_models(paths)) == sorted(ids)

@@ -22,7 +22,7 @@ from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import append_event_as
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.projection import add_index_entry
-from engram_memory.engine.recall.semantic import index_vector
+from engram_memory.engine.recall.semantic import Embedded, index_vector, to_bytes
 from engram_memory.engine.sealing.bodies import read_body
 from engram_memory.engine.sealing.seal import seal
 
@@ -47,12 +47,13 @@ def apply_decision(
     plaintext: bytes | None = None,
     reason_ref: str | None = None,
     payload: Mapping[str, Any] | None = None,
+    embedded: Embedded | None = None,
 ) -> tuple[list[JournalEvent], str | None]:
     """Journals the decision and writes its effects; returns the events (the decision's first, then one
     per record an acceptance superseded) and the record id, if any.
 
-    `plaintext` is the candidate's body when the caller opened it already, `payload` its parsed payload.
-    Raises ContractError BLOB_MISSING.
+    `plaintext` is the candidate's body when the caller opened it already, `payload` its parsed payload,
+    `embedded` its vector when the caller computed it already. Raises ContractError BLOB_MISSING.
     """
     scope, candidate_id = candidate.scope, candidate.candidate_id
     kind, state, adjudication, _ = EFFECTS[decision.verdict]
@@ -74,7 +75,9 @@ def apply_decision(
     event = append_event_as(tx, scope, actor, at_ms, kind, data)
     events = [event]
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
-        create_record(deps, tx, candidate, record_id, event.cursor, at_ms, plaintext=plaintext, payload=payload)
+        create_record(
+            deps, tx, candidate, record_id, event.cursor, at_ms, plaintext=plaintext, payload=payload, embedded=embedded
+        )
         events += supersede_members(
             tx,
             scope,
@@ -107,11 +110,13 @@ def create_record(
     *,
     plaintext: bytes | None = None,
     payload: Mapping[str, Any] | None = None,
+    embedded: Embedded | None = None,
 ) -> None:
     """The accepted candidate becomes a record: re-sealed under its own key, indexed, candidate body gone.
 
     Shared by the admission policy and the host's review queue; `plaintext` is the candidate's body when
-    the caller opened it already, `payload` its parsed payload. Raises ContractError BLOB_MISSING.
+    the caller opened it already, `payload` its parsed payload, `embedded` its vector when the caller
+    computed it (then written with the record). Raises ContractError BLOB_MISSING.
     """
     scope = candidate.scope
     if plaintext is None:
@@ -143,7 +148,9 @@ def create_record(
     if families:
         tx.add_record_families(scope, record_id, families)
     add_index_entry(tx, scope, record_id, payload)
-    if deps.indexer is not None:
+    if embedded is not None:
+        tx.put_vector(scope, record_id, embedded.vector_id, to_bytes(embedded.vector), embedded.subject)
+    elif deps.indexer is not None:
         deps.indexer.schedule(scope, record_id, payload)
     else:
         index_vector(deps.semantic, tx, scope, record_id, payload)

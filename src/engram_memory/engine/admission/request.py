@@ -7,6 +7,7 @@ candidate's copy, so exactly one readable body exists. Rejecting destroys the ca
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,11 +26,14 @@ from engram_memory.engine.lifecycle.gate import GateRequest, check_gate, consume
 from engram_memory.engine.lifecycle.tombstone_guard import candidate_fingerprints, guard_key
 from engram_memory.engine.mutation import head_of, remember_response, run_mutation
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
+from engram_memory.engine.recall.semantic import Embedded, embed_record
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.sealing.bodies import read_body, read_payload
 
 _CANDIDATE_BODY_ENDED = frozenset({"accepted", "rejected", "duplicate_exact"})
 _PLAINTEXT_LIVES_ON = frozenset({"accepted", "duplicate_exact"})
+logger = logging.getLogger(__name__)
+
 _STATUS = {
     Verdict.ACCEPT: "accepted",
     Verdict.REJECT: "rejected",
@@ -55,18 +59,47 @@ def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> d
             deps.vault.destroy([arguments["candidate_id"]], deps.clock.now_ms())
         return result
 
+    ahead = _embedded_ahead(deps, call, arguments["candidate_id"])
     return run_mutation(
         deps,
         call.scope,
         Tool.REQUEST_ADMISSION,
         arguments,
-        lambda tx, op_digest: _admit(deps, tx, call, arguments, policy, op_digest),
+        lambda tx, op_digest: _admit(deps, tx, call, arguments, policy, op_digest, ahead),
         after_commit=destroy_candidate_key,
     )
 
 
+def _embedded_ahead(deps: Deps, call: Call, candidate_id: str) -> Embedded | None:
+    """The vector of a pending candidate as its record would get it, computed before the admission's
+    transaction (the model holds no lock), so the record commits with it (Deps.embed_ahead). None when
+    there is nothing to embed ahead: no model, a host import, or a candidate that is not waiting."""
+    cache = deps.semantic
+    if cache is None or deps.indexer is None or not deps.embed_ahead:
+        return None
+    try:
+        with deps.store.read() as tx:
+            candidate = tx.get_candidate(call.scope, candidate_id)
+            if candidate is None or candidate.state != CandidateState.PENDING.value or candidate.adjudication:
+                return None
+            payload = read_payload(deps, tx, call.scope, candidate_id, "candidate")
+    except ContractError:
+        return None  # the admission itself reports what is wrong with the store or the body
+    try:
+        return embed_record(cache, call.scope, candidate_id, payload)
+    except Exception:  # the model failed on this text: the indexer tries again after the admission
+        logger.exception("embedding a candidate ahead of its admission failed")
+        return None
+
+
 def _admit(
-    deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], policy: AdmissionPolicy, op_digest: str
+    deps: Deps,
+    tx: StoreTx,
+    call: Call,
+    arguments: Mapping[str, Any],
+    policy: AdmissionPolicy,
+    op_digest: str,
+    ahead: Embedded | None,
 ) -> dict[str, Any] | None:
     scope, key, candidate_id = call.scope, arguments["idempotency_key"], arguments["candidate_id"]
     prior = replayed_response(tx.get_idempotency(scope, call.binding.principal, key), Tool.REQUEST_ADMISSION, op_digest)
@@ -122,7 +155,7 @@ def _admit(
             near_duplicate=near,
         )
     decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
-    events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext, payload)
+    events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext, payload, ahead)
 
     # The decision must still be the policy in force, and fresh, when it commits.
     if deps.policies.current().digest != policy.digest or deps.clock.now_ms() - call.now_ms > DECISION_MAX_AGE_MS:
@@ -172,6 +205,7 @@ def _apply(
     decision_digest: str,
     plaintext: bytes | None,
     payload: Mapping[str, Any] | None,
+    ahead: Embedded | None,
 ) -> tuple[list[JournalEvent], str | None]:
     """Writes the decision's effects; returns the events appended and the record id, if any."""
     if candidate.adjudication:
@@ -186,4 +220,5 @@ def _apply(
         at_ms=call.now_ms,
         plaintext=plaintext,
         payload=payload,
+        embedded=ahead,
     )
