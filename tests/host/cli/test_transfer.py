@@ -71,6 +71,7 @@ def test_export_then_import_gives_the_same_memories_and_a_second_import_changes_
         _ok(cli("import", export_file, "--tenant", "tenant-b", "--workspace", "copy", "--json", "--home", paths.home))
     )
     assert (first["memories"], first["accepted"], first["refused"]) == (3, 3, {})
+    assert first["seconds"] > 0 and first["memories_per_s"] > 0
     copied = _current(paths, "tenant-b", "copy")
     assert _contents(copied) == _contents(exported)
     again = json.loads(
