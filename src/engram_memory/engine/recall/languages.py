@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
-from typing import Any
+
+from engram_memory.engine.recall.text import simplified
 
 __all__ = ["CHINESE", "ENGLISH", "JAPANESE", "KOREAN", "LANGUAGES", "OTHER", "TRADITIONAL_CHINESE", "language_of"]
 
@@ -36,24 +36,10 @@ _LATIN = re.compile("[A-Za-z\u00c0-\u024f\u1e00-\u1eff\uff21-\uff3a\uff41-\uff5a
 _LETTER = re.compile(r"[^\W\d_]")
 
 
-class _Traditional:
-    """Whether Han text reads as Traditional: OpenCC's t2s table changes it. One converter per thread."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def __call__(self, text: str) -> bool:
-        converter: Any = getattr(self._local, "converter", None)
-        if converter is None:
-            import opencc
-
-            converter = opencc.OpenCC("t2s")
-            self._local.converter = converter
-        han = "".join(_HAN.findall(text))
-        return bool(converter.convert(han) != han)
-
-
-_traditional = _Traditional()
+def _traditional(text: str) -> bool:
+    """Whether the text's Han characters read as Traditional: OpenCC's t2s table changes them."""
+    han = "".join(_HAN.findall(text))
+    return simplified(han) != han
 
 
 @functools.lru_cache(maxsize=4096)

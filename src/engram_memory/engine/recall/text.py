@@ -22,7 +22,18 @@ from typing import Any
 
 import snowballstemmer
 
-__all__ = ["STOP_WORDS", "TOKENIZER", "fold", "query_terms", "stem", "subject", "tokenize", "tokenizer_id", "words"]
+__all__ = [
+    "STOP_WORDS",
+    "TOKENIZER",
+    "fold",
+    "query_terms",
+    "simplified",
+    "stem",
+    "subject",
+    "tokenize",
+    "tokenizer_id",
+    "words",
+]
 
 # This module's analysis, by version: any change to the tokens it produces for some text must change it,
 # so that scopes indexed before are re-indexed (engine/recall/reindex.py). 3: Traditional folded to a
@@ -149,6 +160,11 @@ class _Simplifier:
 
 
 _simplify = _Simplifier()
+
+
+def simplified(text: str) -> str:
+    """The text with Traditional Chinese characters folded to Simplified (OpenCC t2s, to a fixed point)."""
+    return _simplify(text)
 
 
 def fold(text: str) -> str:
