@@ -175,26 +175,33 @@ class ScopeIndex:
         self._size, self._left = int(keep.size), 0
         self._row_of = {record_id: row for row, record_id in enumerate(self._ids)}
 
-    def _eligible(self, generation: int, valid_at_ms: int) -> npt.NDArray[np.intp]:
+    def _held(self, generation: int, valid_at_ms: int) -> npt.NDArray[np.bool_]:
+        """Which of the first `_size` rows the snapshot sees, valid and unexpired at `valid_at_ms`."""
         n = self._size
         alive = (self._entered[:n] <= generation) & (generation < self._left_at[:n])
         valid = (self._valid_from[:n] <= valid_at_ms) & (valid_at_ms <= self._valid_to[:n])
-        return np.flatnonzero(alive & valid & (self._expires[:n] > valid_at_ms))
+        held: npt.NDArray[np.bool_] = alive & valid & (self._expires[:n] > valid_at_ms)
+        return held
 
     def eligible(self, generation: int, valid_at_ms: int) -> int:
-        return int(self._eligible(generation, valid_at_ms).size)
+        return int(np.count_nonzero(self._held(generation, valid_at_ms)))
 
     def nearest(self, query: Matrix, *, generation: int, valid_at_ms: int, limit: int) -> list[Neighbour]:
         """The `limit` records eligible at the snapshot's generation and valid time closest to the query,
         best first, ties by id; cosines rounded so float noise below 1e-6 cannot reorder two records
-        between identical searches."""
-        rows = self._eligible(generation, valid_at_ms)
-        if rows.size == 0:
+        between identical searches. Every row is scored in place (a slice, no copy of the matrix), the
+        others set below any cosine."""
+        held = self._held(generation, valid_at_ms)
+        count = int(np.count_nonzero(held))
+        if count == 0:
             return []
-        scores = np.round((self._matrix[rows] @ query).astype(np.float64), 6)
-        take = min(limit, rows.size)
-        top = np.argpartition(-scores, take - 1)[:take] if take < rows.size else np.arange(rows.size)
-        found = sorted(((float(scores[i]), self._ids[rows[i]], int(rows[i])) for i in top), key=lambda f: (-f[0], f[1]))
+        scores = np.round((self._matrix[: self._size] @ query).astype(np.float64), 6)
+        scores[~held] = -np.inf
+        take = min(limit, count)
+        top = np.argpartition(-scores, take - 1)[:take] if take < scores.size else np.flatnonzero(held)
+        found = sorted(
+            ((float(scores[row]), self._ids[row], int(row)) for row in top if held[row]), key=lambda f: (-f[0], f[1])
+        )
         return [
             Neighbour(record_id, score, int(self._valid_from[row]), self._subjects[row])
             for score, record_id, row in found
