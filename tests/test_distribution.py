@@ -41,6 +41,10 @@ def test_a_built_wheel_installs_alone_and_its_command_answers_version(tmp_path: 
         metadata = archive.read(f"sentropic_engram_memory-{__version__}.dist-info/METADATA").decode()
     assert f"Name: {DISTRIBUTION}\n" in metadata
     assert "engram_memory/embeddings/data/minilm-tokenizer.json" in names  # data ships inside the package
+    assert {
+        "engram_memory/embeddings/data/e5-centroids.json",
+        "engram_memory/embeddings/data/calibration-sentences.json",
+    } <= set(names)
     assert any(name.startswith("engram_memory/stores/sqlite/migrations/") for name in names)
     target = tmp_path / "env"
     venv.EnvBuilder(with_pip=True).create(target)
