@@ -34,7 +34,7 @@ OPTIONALLY_GATED_TOOLS = frozenset({Tool.CAPTURE, Tool.REQUEST_ADMISSION})
 SUMMARIES: Mapping[Tool, str] = MappingProxyType(
     {
         Tool.SEARCH: (
-            "find current memories of its workspace, ranked (BM25F fused with embedding models for every script), "
+            "find current memories of its workspace, ranked (BM25F fused with one embedding model for every language), "
             "with citations and a rank receipt"
         ),
         Tool.GET: "read one current record with a read receipt",
