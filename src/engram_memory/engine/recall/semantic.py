@@ -65,6 +65,7 @@ QUERY_CACHE_ENTRIES = 1024
 # Vectors kept in memory across a process's scope indexes (384 float32 each: 1.5 KB, so about 300 MB);
 # past it the least recently searched scopes are dropped and built again when asked.
 CACHED_VECTORS = 200_000
+CACHED_SCOPES = 1024
 
 
 def _primary_text(payload: Mapping[str, Any]) -> str:
@@ -217,14 +218,15 @@ class VectorCache:
         return built, fresh
 
     def _evict(self, keep: Scope) -> None:
-        """Drops the least recently searched scopes' indexes past CACHED_VECTORS (rebuilt when asked again)."""
-        total = sum(len(index) for index in self._scopes.values())
-        while total > CACHED_VECTORS and len(self._scopes) > 1:
+        """Drops the least recently searched scopes' indexes past CACHED_VECTORS rows of memory or
+        CACHED_SCOPES scopes (each is built again when asked); `keep` stays."""
+        total = sum(index.capacity for index in self._scopes.values())
+        while (total > CACHED_VECTORS or len(self._scopes) > CACHED_SCOPES) and len(self._scopes) > 1:
             oldest = next(iter(self._scopes))
             if oldest == keep:
                 self._scopes.move_to_end(oldest)
-                continue
-            total -= len(self._scopes.pop(oldest))
+                oldest = next(iter(self._scopes))
+            total -= self._scopes.pop(oldest).capacity
 
     def search(
         self,

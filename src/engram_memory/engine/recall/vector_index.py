@@ -43,7 +43,7 @@ __all__ = [
 
 _CURRENT = RecordState.ACCEPTED_CURRENT.value
 _OPEN = np.iinfo(np.int64).max
-INITIAL_CAPACITY = 256
+INITIAL_CAPACITY = 16  # rows a new index makes room for: most scopes are small, and a process may see many
 # Entries that left are kept for older snapshots until they are this share of the index (and at least
 # COMPACT_MIN of them), then dropped in one pass.
 COMPACT_SHARE = 0.25
@@ -107,6 +107,11 @@ class ScopeIndex:
 
     def __len__(self) -> int:
         return len(self._row_of)
+
+    @property
+    def capacity(self) -> int:
+        """Rows it holds memory for (live, left, and room to grow)."""
+        return int(self._matrix.shape[0])
 
     def serves(self, tx: StoreTx, scope: Scope, generation: int) -> bool:
         """Whether the index can answer for the snapshot at `generation`: caught up to it (the journal
