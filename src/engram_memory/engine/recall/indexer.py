@@ -1,4 +1,4 @@
-"""Admitted records' vectors, computed off the request path by one worker thread.
+"""Admitted records' vectors, computed off the request path by a worker thread (two for a backlog).
 
 Admission commits the record and hands its payload here; the agent's call returns without waiting
 for the model. The worker embeds each record on its own (so a vector never depends on what else was
@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +27,13 @@ __all__ = ["VectorIndexer"]
 
 logger = logging.getLogger(__name__)
 
-# One thread runs the model, beside the request thread: on two cores a second model thread only took
-# the request thread's core. Measured on LoCoMo dev (docs/benchmarks.md, "Ingest"): two threads gave
-# 169-194 memories/s with all-MiniLM-L6-v2 and 113-121 with multilingual-e5-small on Chinese; one gave
-# 219-233 and 111-115, and less CPU a memory for both (7.3 against 8.2 ms, 12.9 against 13.8).
+# A trickle of admissions (an agent's captures) is embedded by one thread, beside the request thread: a
+# second model thread there only takes the request thread's core. A backlog of PARALLEL_FROM records or
+# more (an import) is embedded by MODEL_THREADS at once, each run still one text on one thread, so every
+# vector is the same floats either way: 130 -> 217 memories/s on the synthetic corpus of bench/scale.py
+# (5,000 memories, multilingual-e5-small, two cores, docs/benchmarks.md).
+MODEL_THREADS = 2
+PARALLEL_FROM = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,7 @@ class VectorIndexer:
         self._busy = False
         self._closed = False
         self._changed = threading.Condition()
+        self._pool = ThreadPoolExecutor(MODEL_THREADS, thread_name_prefix="engram-vector-model")
         self._thread = threading.Thread(target=self._work, name="engram-vector-indexer", daemon=True)
         self._thread.start()
 
@@ -86,6 +91,7 @@ class VectorIndexer:
             self._closed = True
             self._changed.notify_all()
         self._thread.join(timeout=30)
+        self._pool.shutdown(wait=False)
 
     def _work(self) -> None:
         while True:
@@ -111,7 +117,8 @@ class VectorIndexer:
             return None
 
     def _index(self, jobs: list[_Job]) -> None:
-        ready = [item for item in map(self._embedded, jobs) if item is not None]
+        embedded = self._pool.map(self._embedded, jobs) if len(jobs) >= PARALLEL_FROM else map(self._embedded, jobs)
+        ready = [item for item in embedded if item is not None]
         if not ready:
             return
         try:
