@@ -51,6 +51,8 @@ COMPACT_MIN = 1024
 # Digests of the generations the index was stamped at, kept to recognise an older snapshot of the same
 # journal.
 STAMPS_KEPT = 64
+# Twice the step cosines are rounded to (1e-6): a float32 score this far below another may round equal to it.
+ROUNDING_SLACK = 2e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,8 @@ class ScopeIndex:
         self._row_of: dict[str, int] = {}  # record id -> its live row
         self._matrix: Matrix = np.zeros((0, dimension), dtype=np.float32)
         self._valid_from = self._valid_to = self._expires = self._entered = self._left_at = np.zeros(0, dtype=np.int64)
+        self._version = 0  # moves with every change of the rows, for _held's memo
+        self._held_memo: tuple[tuple[int, int, int], npt.NDArray[np.bool_]] | None = None
         self._reserve(INITIAL_CAPACITY)
 
     @property
@@ -139,6 +143,7 @@ class ScopeIndex:
         self._entered[row], self._left_at[row] = at, _OPEN
         self._row_of[record_id] = row
         self._size += 1
+        self._version += 1
 
     def drop(self, record_id: str, at: int) -> None:
         """The record stopped being current at cursor `at`."""
@@ -146,6 +151,7 @@ class ScopeIndex:
         if row is not None:
             self._left_at[row] = at
             self._left += 1
+            self._version += 1
 
     def stamped(self, stamp: Stamp) -> None:
         self._stamps[stamp.cursor] = stamp.digest
@@ -178,14 +184,20 @@ class ScopeIndex:
         self._ids = [self._ids[row] for row in keep]
         self._subjects = [self._subjects[row] for row in keep]
         self._size, self._left = int(keep.size), 0
+        self._version += 1
         self._row_of = {record_id: row for row, record_id in enumerate(self._ids)}
 
     def _held(self, generation: int, valid_at_ms: int) -> npt.NDArray[np.bool_]:
-        """Which of the first `_size` rows the snapshot sees, valid and unexpired at `valid_at_ms`."""
+        """Which of the first `_size` rows the snapshot sees, valid and unexpired at `valid_at_ms` (the last
+        answer is kept: a search asks for the count, then for the nearest, of the same snapshot)."""
+        key = (generation, valid_at_ms, self._version)
+        if self._held_memo is not None and self._held_memo[0] == key:
+            return self._held_memo[1]
         n = self._size
         alive = (self._entered[:n] <= generation) & (generation < self._left_at[:n])
         valid = (self._valid_from[:n] <= valid_at_ms) & (valid_at_ms <= self._valid_to[:n])
         held: npt.NDArray[np.bool_] = alive & valid & (self._expires[:n] > valid_at_ms)
+        self._held_memo = (key, held)
         return held
 
     def eligible(self, generation: int, valid_at_ms: int) -> int:
@@ -194,19 +206,27 @@ class ScopeIndex:
     def nearest(self, query: Matrix, *, generation: int, valid_at_ms: int, limit: int) -> list[Neighbour]:
         """The `limit` records eligible at the snapshot's generation and valid time closest to the query,
         best first, ties by id; cosines rounded so float noise below 1e-6 cannot reorder two records
-        between identical searches. Every row is scored in place (a slice, no copy of the matrix), the
-        others set below any cosine."""
+        between identical searches. Every row is scored in place (a slice, no copy of the matrix); only
+        the rows that can reach the first `limit` once rounded are rounded and sorted."""
         held = self._held(generation, valid_at_ms)
         count = int(np.count_nonzero(held))
         if count == 0:
             return []
-        scores = np.round((self._matrix[: self._size] @ query).astype(np.float64), 6)
+        scores = self._matrix[: self._size] @ query
         scores[~held] = -np.inf
         take = min(limit, count)
-        top = np.argpartition(-scores, take - 1)[:take] if take < scores.size else np.flatnonzero(held)
+        if take < scores.size:
+            kth = float(np.partition(scores, scores.size - take)[scores.size - take])
+            # A row below the take-th score by less than the rounding step may round to the same cosine
+            # and win the tie on its id.
+            rows = np.flatnonzero(scores >= kth - ROUNDING_SLACK)
+        else:
+            rows = np.flatnonzero(held)
+        rounded = np.round(scores[rows].astype(np.float64), 6)
         found = sorted(
-            ((float(scores[row]), self._ids[row], int(row)) for row in top if held[row]), key=lambda f: (-f[0], f[1])
-        )
+            ((float(score), self._ids[row], int(row)) for score, row in zip(rounded, rows, strict=True)),
+            key=lambda f: (-f[0], f[1]),
+        )[:take]
         return [
             Neighbour(record_id, score, int(self._valid_from[row]), self._subjects[row])
             for score, record_id, row in found
