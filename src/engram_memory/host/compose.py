@@ -20,6 +20,9 @@ from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import Clock, KeyVault, Store
 from engram_memory.engine.recall.indexer import VectorIndexer
 from engram_memory.engine.recall.semantic import VectorCache
+from engram_memory.engine.recall.shared_builds import SharedBases
+from engram_memory.engine.recall.shared_index import BaseFiles
+from engram_memory.engine.recall.shared_index import available as shared_files_available
 from engram_memory.host.backends import (
     POSTGRES_STORE,
     StoreBackend,
@@ -114,8 +117,9 @@ def configured_store(paths: HostPaths) -> str:
     return store_backend(paths).kind
 
 
-def vector_cache() -> VectorCache | None:
-    """A semantic channel for one engine: the process's model (loaded once) and a matrix cache of its own.
+def vector_cache(paths: HostPaths | None = None) -> VectorCache | None:
+    """A semantic channel for one engine: the process's model (loaded once) and a matrix cache of its own,
+    with the home's shared files for large scopes (`paths`; none for a store that is not the home's yet).
 
     Each engine keeps its own cache because a cache is only valid for the store it was filled from.
     """
@@ -123,7 +127,10 @@ def vector_cache() -> VectorCache | None:
         model = load_model(embedding_model_from_environment())
     except EmbedderUnavailable as exc:
         raise HomeError(str(exc)) from exc
-    return None if model is None else VectorCache(model)
+    if model is None:
+        return None
+    shared = SharedBases(BaseFiles(paths.vectors_dir)) if paths is not None and shared_files_available() else None
+    return VectorCache(model, shared)
 
 
 def open_store(paths: HostPaths, *, runtime: bool = False) -> Store:
@@ -182,7 +189,7 @@ def open_engine(paths: HostPaths, *, runtime: bool = False, semantic: bool | Non
         raise
     indexer: VectorIndexer | None = None
     try:
-        cache = None if semantic is False else vector_cache()
+        cache = None if semantic is False else vector_cache(paths)
         indexer = None if cache is None else VectorIndexer(store, cache)
         yield Engine.assemble(
             store=store,

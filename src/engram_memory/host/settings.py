@@ -49,6 +49,11 @@ class HostPaths:
         return self.home / "keys"
 
     @property
+    def vectors_dir(self) -> Path:
+        """Large scopes' vector files, shared by the host's processes (derived data: safe to delete)."""
+        return self.home / "vectors"
+
+    @property
     def kek_file(self) -> Path:
         return self.keys_dir / "kek.json"
 

@@ -20,6 +20,8 @@ import numpy as np
 
 from engram_memory.engine.ports.store import Scope, StoreTx
 from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel
+from engram_memory.engine.recall.shared_builds import SharedBases
+from engram_memory.engine.recall.shared_index import Base
 from engram_memory.engine.recall.text import subject, tokenize
 from engram_memory.engine.recall.vector_index import (
     CatchUp,
@@ -132,8 +134,11 @@ class VectorCache:
     """The channel's model, each scope's index (engine/recall/vector_index.py) and recent texts' and
     queries' vectors; shared by the engine's threads, each scope's index under a lock of its own."""
 
-    def __init__(self, model: SemanticModel) -> None:
+    def __init__(self, model: SemanticModel, shared: SharedBases | None = None) -> None:
+        """`shared`: where large scopes' vectors are kept for every process of the host (shared_builds.py);
+        None keeps every scope in this process's memory."""
         self._model = model
+        self._shared = shared
         self._lock = threading.Lock()
         self._scopes: OrderedDict[Scope, ScopeIndex] = OrderedDict()
         self._scope_locks: dict[Scope, threading.Lock] = {}
@@ -207,15 +212,51 @@ class VectorCache:
             index = self._scopes.get(scope)
             if index is not None:
                 self._scopes.move_to_end(scope)
-        if index is not None and index.serves(tx, scope, generation):
-            return index, catch_up(index, tx, scope, generation, self.vector_id, self.dimension, embedding)
+        base = self._base_before(scope, generation)
+        if index is not None and index.serves(tx, scope, generation) and not _replaces(base, index):
+            return index, self._caught_up(index, tx, scope, generation, embedding)
+        if base is not None and base.stamp.holds(tx, scope):
+            # A new generation, or a snapshot the index has moved past: caught up from the base.
+            adopted = ScopeIndex(self.dimension, base.stamp, base)
+            fresh = self._caught_up(adopted, tx, scope, generation, embedding)
+            if index is None or generation >= index.stamp.cursor:
+                self._keep_index(scope, adopted)
+            return adopted, fresh
         built, fresh = build(tx, scope, generation, self.vector_id, self.dimension, embedding)
         if index is None or generation >= index.stamp.cursor:
-            with self._lock:
-                self._scopes[scope] = built
-                self._scopes.move_to_end(scope)
-                self._evict(keep=scope)
+            self._keep_index(scope, built)
+            self._maybe_share(scope, built)
         return built, fresh
+
+    def _base_before(self, scope: Scope, generation: int) -> Base | None:
+        """The scope's current shared base if it was written at or before `generation` (whether it was
+        written from this journal is checked before it is used)."""
+        if self._shared is None:
+            return None
+        base = self._shared.current(scope, self.vector_id, self.dimension)
+        return None if base is None or base.stamp.cursor > generation else base
+
+    def _caught_up(
+        self, index: ScopeIndex, tx: StoreTx, scope: Scope, generation: int, embedding: CatchUp
+    ) -> list[Embedded]:
+        forgotten: list[str] = []
+        fresh = catch_up(index, tx, scope, generation, self.vector_id, self.dimension, embedding, forgotten)
+        if self._shared is not None:
+            if forgotten and index.base is not None:
+                self._shared.purge(scope, self.vector_id, index.base, forgotten)
+            self._maybe_share(scope, index)
+        return fresh
+
+    def _maybe_share(self, scope: Scope, index: ScopeIndex) -> None:
+        shared = self._shared
+        if shared is not None and shared.wants_base(len(index), index.changed_since_base, index.base):
+            shared.build(scope, self.vector_id, index.live_rows)
+
+    def _keep_index(self, scope: Scope, index: ScopeIndex) -> None:
+        with self._lock:
+            self._scopes[scope] = index
+            self._scopes.move_to_end(scope)
+            self._evict(keep=scope)
 
     def _evict(self, keep: Scope) -> None:
         """Drops the least recently searched scopes' indexes past CACHED_VECTORS rows of memory or
@@ -255,6 +296,14 @@ class VectorCache:
                 fresh.extend(more)
             nearest = index.nearest(vector, generation=generation, valid_at_ms=valid_at_ms, limit=limit)
         return SemanticAnswer(eligible, nearest, tuple(fresh))
+
+
+def _replaces(base: Base | None, index: ScopeIndex) -> bool:
+    """Whether `base` should take the place of what `index` stands on: a first base, or a newer
+    generation (a later stamp, or the same one purged)."""
+    if base is None or index.base is base:
+        return False
+    return index.base is None or base.stamp.cursor >= index.base.stamp.cursor
 
 
 def index_vector(

@@ -28,6 +28,7 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.ports.store import RecordChange, Scope, StoreTx
 from engram_memory.engine.recall.semantic_models import Matrix
+from engram_memory.engine.recall.shared_index import ID_WIDTH, Base, Rows, Stamp
 
 __all__ = [
     "CatchUp",
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 _CURRENT = RecordState.ACCEPTED_CURRENT.value
+_TOMBSTONED = RecordState.TOMBSTONED.value
 _OPEN = np.iinfo(np.int64).max
 INITIAL_CAPACITY = 16  # rows a new index makes room for: most scopes are small, and a process may see many
 # Entries that left are kept for older snapshots until they are this share of the index (and at least
@@ -63,22 +65,6 @@ class Neighbour:
     subject: str
 
 
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """The records cursor an index reflects and the journal's digest there (None at cursor 0)."""
-
-    cursor: int
-    digest: str | None
-
-    @classmethod
-    def read(cls, tx: StoreTx, scope: Scope, cursor: int) -> Stamp:
-        return cls(cursor, tx.event_digest(scope, cursor) if cursor else None)
-
-    def holds(self, tx: StoreTx, scope: Scope) -> bool:
-        """Whether the snapshot's journal is the one this stamp was read from, up to the stamp."""
-        return self.cursor == 0 or tx.event_digest(scope, self.cursor) == self.digest
-
-
 def _opt(value: int | None) -> int:
     return _OPEN if value is None else value
 
@@ -89,8 +75,13 @@ class ScopeIndex:
     Not thread-safe: VectorCache holds the scope's lock around every use.
     """
 
-    def __init__(self, dimension: int, stamp: Stamp) -> None:
+    def __init__(self, dimension: int, stamp: Stamp, base: Base | None = None) -> None:
+        """`base`: the scope's shared files at `stamp` (shared_index.py); the rows here are then only what
+        changed since."""
         self._dimension = dimension
+        self.base = base
+        self._base_left = np.full(0 if base is None else base.rows, _OPEN, dtype=np.int64)
+        self._base_live = 0 if base is None else base.rows
         self._stamps: OrderedDict[int, str | None] = OrderedDict({stamp.cursor: stamp.digest})
         self._horizon = stamp.cursor  # entries that left at or before this cursor may be gone
         self._size = 0
@@ -102,6 +93,7 @@ class ScopeIndex:
         self._valid_from = self._valid_to = self._expires = self._entered = self._left_at = np.zeros(0, dtype=np.int64)
         self._version = 0  # moves with every change of the rows, for _held's memo
         self._held_memo: tuple[tuple[int, int, int], npt.NDArray[np.bool_]] | None = None
+        self._base_memo: tuple[tuple[int, int, int], npt.NDArray[np.bool_]] | None = None
         self._reserve(INITIAL_CAPACITY)
 
     @property
@@ -110,7 +102,12 @@ class ScopeIndex:
         return Stamp(cursor, self._stamps[cursor])
 
     def __len__(self) -> int:
-        return len(self._row_of)
+        return len(self._row_of) + self._base_live
+
+    @property
+    def changed_since_base(self) -> int:
+        """Rows held here beside the base (all of them without one)."""
+        return self._size
 
     @property
     def capacity(self) -> int:
@@ -152,6 +149,13 @@ class ScopeIndex:
             self._left_at[row] = at
             self._left += 1
             self._version += 1
+            return
+        if self.base is not None:
+            base_row = self.base.row_of(record_id)
+            if base_row is not None and self._base_left[base_row] == _OPEN:
+                self._base_left[base_row] = at
+                self._base_live -= 1
+                self._version += 1
 
     def stamped(self, stamp: Stamp) -> None:
         self._stamps[stamp.cursor] = stamp.digest
@@ -200,14 +204,43 @@ class ScopeIndex:
         self._held_memo = (key, held)
         return held
 
+    def _base_held(self, generation: int, valid_at_ms: int) -> npt.NDArray[np.bool_]:
+        """As _held, for the base's rows (all entered at or before its stamp)."""
+        base = self.base
+        assert base is not None
+        key = (generation, valid_at_ms, self._version)
+        if self._base_memo is not None and self._base_memo[0] == key:
+            return self._base_memo[1]
+        held: npt.NDArray[np.bool_] = (
+            (generation < self._base_left)
+            & (base.valid_from <= valid_at_ms)
+            & (valid_at_ms <= base.valid_to)
+            & (base.expires > valid_at_ms)
+        )
+        self._base_memo = (key, held)
+        return held
+
     def eligible(self, generation: int, valid_at_ms: int) -> int:
-        return int(np.count_nonzero(self._held(generation, valid_at_ms)))
+        count = int(np.count_nonzero(self._held(generation, valid_at_ms)))
+        if self.base is not None:
+            count += int(np.count_nonzero(self._base_held(generation, valid_at_ms)))
+        return count
 
     def nearest(self, query: Matrix, *, generation: int, valid_at_ms: int, limit: int) -> list[Neighbour]:
         """The `limit` records eligible at the snapshot's generation and valid time closest to the query,
         best first, ties by id; cosines rounded so float noise below 1e-6 cannot reorder two records
         between identical searches. Every row is scored in place (a slice, no copy of the matrix); only
-        the rows that can reach the first `limit` once rounded are rounded and sorted."""
+        the rows that can reach the first `limit` once rounded are rounded and sorted. With a base, its
+        graph proposes its best rows, scored the same way from the base's float32 vectors."""
+        found = self._exact(query, generation, valid_at_ms, limit)
+        if self.base is not None:
+            found.extend(self._from_base(query, generation, valid_at_ms, limit))
+        found.sort(key=lambda f: (-f[0], f[1]))
+        return [
+            Neighbour(record_id, score, valid_from, subject) for score, record_id, valid_from, subject in found[:limit]
+        ]
+
+    def _exact(self, query: Matrix, generation: int, valid_at_ms: int, limit: int) -> list[_Found]:
         held = self._held(generation, valid_at_ms)
         count = int(np.count_nonzero(held))
         if count == 0:
@@ -223,14 +256,54 @@ class ScopeIndex:
         else:
             rows = np.flatnonzero(held)
         rounded = np.round(scores[rows].astype(np.float64), 6)
-        found = sorted(
-            ((float(score), self._ids[row], int(row)) for score, row in zip(rounded, rows, strict=True)),
-            key=lambda f: (-f[0], f[1]),
-        )[:take]
         return [
-            Neighbour(record_id, score, int(self._valid_from[row]), self._subjects[row])
-            for score, record_id, row in found
+            (float(score), self._ids[row], int(self._valid_from[row]), self._subjects[row])
+            for score, row in zip(rounded, rows, strict=True)
         ]
+
+    def _from_base(self, query: Matrix, generation: int, valid_at_ms: int, limit: int) -> list[_Found]:
+        base = self.base
+        assert base is not None
+        held = self._base_held(generation, valid_at_ms)
+        proposed = base.nearest_rows(query, held, min(limit, int(np.count_nonzero(held))))
+        rows = np.asarray(sorted(proposed), dtype=np.intp)
+        if rows.size == 0:
+            return []
+        rounded = np.round((base.vectors[rows] @ query).astype(np.float64), 6)  # as _exact scores its rows
+        return [
+            (float(score), base.record_id(int(row)), int(base.valid_from[row]), base.subject(int(row)))
+            for score, row in zip(rounded, rows, strict=True)
+        ]
+
+    def live_rows(self) -> Rows:
+        """The rows current at the index's stamp (the base's that did not leave, and its own), copied:
+        what a new base is written from."""
+        stamp = self.stamp
+        own = np.flatnonzero(self._left_at[: self._size] == _OPEN)
+        ids = [self._ids[row].encode("ascii") for row in own]
+        vectors = [self._matrix[own]]
+        subjects = [self._subjects[row] for row in own]
+        columns = [getattr(self, name)[own] for name in ("_valid_from", "_valid_to", "_expires")]
+        base = self.base
+        if base is not None:
+            kept = np.flatnonzero(self._base_left == _OPEN)
+            ids.extend(bytes(base.ids[row]) for row in kept)
+            vectors.append(np.asarray(base.vectors[kept]))
+            subjects.extend(base.subject(int(row)) for row in kept)
+            columns = [
+                np.concatenate([mine, np.asarray(theirs[kept])])
+                for mine, theirs in zip(columns, (base.valid_from, base.valid_to, base.expires), strict=True)
+            ]
+        return Rows(
+            stamp,
+            np.array(ids, dtype=f"S{ID_WIDTH}"),
+            np.concatenate(vectors).astype(np.float32, copy=False),
+            subjects,
+            *columns,
+        )
+
+
+_Found = tuple[float, str, int, str]  # (cosine, record id, valid from, subject)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,14 +372,30 @@ def build(
 
 
 def catch_up(
-    index: ScopeIndex, tx: StoreTx, scope: Scope, generation: int, vector_id: str, dimension: int, embedding: CatchUp
+    index: ScopeIndex,
+    tx: StoreTx,
+    scope: Scope,
+    generation: int,
+    vector_id: str,
+    dimension: int,
+    embedding: CatchUp,
+    forgotten: list[str] | None = None,
 ) -> list[Embedded]:
-    """Brings the index from its stamp to `generation` by the records that changed in between."""
+    """Brings the index from its stamp to `generation` by the records that changed in between; the
+    records of its base that were forgotten meanwhile are added to `forgotten` (their vectors must leave
+    the base's files)."""
     fresh: list[Embedded] = []
     after = index.stamp.cursor
     if generation > after:
         for change in tx.record_changes(scope, after, generation, vector_id):
             _apply(index, change, dimension, embedding, fresh)
+            if (
+                forgotten is not None
+                and change.state == _TOMBSTONED
+                and index.base is not None
+                and index.base.row_of(change.record_id) is not None
+            ):
+                forgotten.append(change.record_id)
         index.stamped(Stamp.read(tx, scope, generation))
     return fresh
 

@@ -1,0 +1,261 @@
+"""A large scope's vectors as files every process of the machine maps: an approximate index (faiss HNSW
+over 8-bit codes) of the scope's accepted_current records at one stamp, with their ids and validity.
+
+A scope with SHARED_FROM memories or more is searched through such a base plus, in each process, the
+exact rows of what changed since its stamp (vector_index.py): the graph's codes are mapped from the file,
+so ten `serve` processes hold them once, and a new process opens them instead of reading every vector.
+The graph only chooses candidates: their cosines are computed again from the stored float32 vectors, so
+a record's score is the exact one, and only which records enter fusion can differ from exact search
+(its recall is measured in docs/benchmarks.md). Every process that opens the same base and catches up
+to the same state gives the same answer (docs/decisions/0027-shared-vector-files.md).
+
+A base is derived data: it is never the judge of what is current (the store is, at every search), it
+is rebuilt when its stamp no longer holds (a restore), and a forgotten record's codes are overwritten
+by a new generation of the files (`purged`), so forgetting leaves no copy of its vector behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import logging
+import secrets
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from engram_memory.engine.ports.store import Scope, StoreTx
+
+__all__ = [
+    "CONNECTIVITY",
+    "ID_WIDTH",
+    "SEARCH_BREADTH",
+    "SHARED_FROM",
+    "Base",
+    "BaseFiles",
+    "Rows",
+    "Stamp",
+    "available",
+]
+
+FORMAT = 1
+# Live rows from which a scope is kept in a base: below it exact search in memory is fast and small.
+SHARED_FROM = 50_000
+# A process asks for a new base once the rows that changed since the base's stamp reach this share of it
+# (and at least MERGE_MIN): until then it scores them exactly, in its own memory.
+MERGE_SHARE = 0.1
+MERGE_MIN = 5_000
+CONNECTIVITY = 16  # HNSW links per node
+BUILD_BREADTH = 128  # efConstruction
+# efSearch: how many candidates the graph walk keeps; at least twice the rows asked for.
+SEARCH_BREADTH = 512
+ID_WIDTH = 40  # bytes of a record id in the ids column ("mem_" + 26 base32 letters, with room to spare)
+_OPEN = np.iinfo(np.int64).max
+
+
+def _faiss() -> Any:
+    """faiss, untyped: its bundled stubs do not describe the SWIG classes' Python forms used here. Its
+    loader tells at INFO which CPU build it tried: nothing an operator needs in the server's log."""
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+    return importlib.import_module("faiss")
+
+
+def available() -> bool:
+    """Whether faiss (the semantic extra) is installed; it is imported only when a scope needs it."""
+    return importlib.util.find_spec("faiss") is not None
+
+
+def _key(scope: Scope, vector_id: str) -> str:
+    material = "\x00".join((scope.tenant, scope.workspace, vector_id)).encode("utf-8")
+    return hashlib.sha256(material).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """The records cursor an index reflects and the journal's digest there (None at cursor 0)."""
+
+    cursor: int
+    digest: str | None
+
+    @classmethod
+    def read(cls, tx: StoreTx, scope: Scope, cursor: int) -> Stamp:
+        return cls(cursor, tx.event_digest(scope, cursor) if cursor else None)
+
+    def holds(self, tx: StoreTx, scope: Scope) -> bool:
+        """Whether the snapshot's journal is the one this stamp was read from, up to the stamp."""
+        return self.cursor == 0 or tx.event_digest(scope, self.cursor) == self.digest
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """A scope's live rows at one stamp, in any order, as a new base is written from them."""
+
+    stamp: Stamp
+    ids: npt.NDArray[np.bytes_]
+    vectors: npt.NDArray[np.float32]
+    subjects: list[str]
+    valid_from: npt.NDArray[np.int64]
+    valid_to: npt.NDArray[np.int64]  # _OPEN: no end
+    expires: npt.NDArray[np.int64]  # _OPEN: never
+
+
+class Base:
+    """One generation of a scope's files, opened: the graph's codes mapped, the columns mapped."""
+
+    def __init__(self, folder: Path, index: Any, stamp: Stamp, rows: int) -> None:
+        self.folder = folder
+        self._index = index
+        self.stamp = stamp
+        self.rows = rows
+        self.ids: npt.NDArray[np.bytes_] = np.load(folder / "ids.npy", mmap_mode="r")
+        self.valid_from: npt.NDArray[np.int64] = np.load(folder / "valid_from.npy", mmap_mode="r")
+        self.valid_to: npt.NDArray[np.int64] = np.load(folder / "valid_to.npy", mmap_mode="r")
+        self.expires: npt.NDArray[np.int64] = np.load(folder / "expires.npy", mmap_mode="r")
+        self._subjects: npt.NDArray[np.uint8] = np.load(folder / "subjects.npy", mmap_mode="r")
+        self._subject_ends: npt.NDArray[np.int64] = np.load(folder / "subject_ends.npy", mmap_mode="r")
+        self.vectors: npt.NDArray[np.float32] = np.load(folder / "vectors.npy", mmap_mode="r")
+
+    def row_of(self, record_id: str) -> int | None:
+        """The record's row (ids are sorted), or None."""
+        key = record_id.encode("ascii", "replace")
+        row = int(np.searchsorted(self.ids, key))
+        return row if row < self.rows and self.ids[row] == key else None
+
+    def record_id(self, row: int) -> str:
+        return bytes(self.ids[row]).decode("ascii")
+
+    def subject(self, row: int) -> str:
+        start = 0 if row == 0 else int(self._subject_ends[row - 1])
+        return bytes(self._subjects[start : int(self._subject_ends[row])]).decode("utf-8")
+
+    def nearest_rows(self, query: npt.NDArray[np.float32], held: npt.NDArray[np.bool_], k: int) -> list[int]:
+        """The graph's `k` best rows among `held`, in no particular order (the caller scores them exactly)."""
+        faiss = _faiss()
+        if k <= 0:
+            return []
+        selector = faiss.IDSelectorBitmap(np.packbits(held, bitorder="little"))
+        params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(SEARCH_BREADTH, 2 * k))
+        _, found = self._index.search(query.reshape(1, -1), k, params=params)
+        return [int(row) for row in found[0] if row >= 0]
+
+
+class BaseFiles:
+    """The bases of one machine's stores, in a folder of the host's home: one folder per scope and model,
+    in it one folder per generation and a CURRENT file naming the one to open."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def folder(self, scope: Scope, vector_id: str) -> Path:
+        return self.root / _key(scope, vector_id)
+
+    def current(self, scope: Scope, vector_id: str) -> str | None:
+        """The name of the scope's current generation (a cheap read, to notice a new one), or None."""
+        try:
+            return (self.folder(scope, vector_id) / "CURRENT").read_text(encoding="utf-8").strip() or None
+        except OSError:
+            return None
+
+    def open(self, scope: Scope, vector_id: str, dimension: int) -> Base | None:
+        """The current generation, or None (none yet, another format, or files that do not open)."""
+        faiss = _faiss()
+        name = self.current(scope, vector_id)
+        if name is None:
+            return None
+        folder = self.folder(scope, vector_id) / name
+        try:
+            meta = json.loads((folder / "stamp.json").read_text(encoding="utf-8"))
+            if meta.get("format") != FORMAT or meta.get("dimension") != dimension:
+                return None
+            index = faiss.read_index(str(folder / "graph.faiss"), faiss.IO_FLAG_MMAP_IFC)
+            return Base(folder, index, Stamp(int(meta["cursor"]), meta["digest"]), int(meta["rows"]))
+        except (OSError, ValueError, KeyError, RuntimeError):
+            return None
+
+    def write(self, scope: Scope, vector_id: str, rows: Rows, *, threads: int = 1) -> str:
+        """Writes a new generation of the scope's rows, makes it current and removes the older ones;
+        returns its name."""
+        faiss = _faiss()
+        order = np.argsort(rows.ids, kind="stable")
+        matrix = np.ascontiguousarray(rows.vectors[order], dtype=np.float32)
+        index = faiss.IndexHNSWSQ(
+            matrix.shape[1], faiss.ScalarQuantizer.QT_8bit, CONNECTIVITY, faiss.METRIC_INNER_PRODUCT
+        )
+        index.hnsw.efConstruction = BUILD_BREADTH
+        before = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(threads)
+        try:
+            index.train(matrix)
+            index.add(matrix)
+        finally:
+            faiss.omp_set_num_threads(before)
+        subjects = [rows.subjects[i].encode("utf-8") for i in order]
+        columns: dict[str, npt.NDArray[Any]] = {
+            "ids": rows.ids[order],
+            "valid_from": rows.valid_from[order],
+            "valid_to": rows.valid_to[order],
+            "expires": rows.expires[order],
+            "subjects": np.frombuffer(b"".join(subjects), dtype=np.uint8),
+            "subject_ends": np.cumsum([len(s) for s in subjects], dtype=np.int64),
+            "vectors": matrix,
+        }
+        return self._publish(scope, vector_id, rows.stamp, index, columns)
+
+    def purged(self, base: Base, scope: Scope, vector_id: str, record_ids: Sequence[str]) -> str | None:
+        """A new generation of `base` with these records' codes and vectors overwritten by zeros (the rows
+        stay, dead in every process that caught up past their forgetting); None if none is in it."""
+        faiss = _faiss()
+        rows = sorted({row for row in map(base.row_of, record_ids) if row is not None})
+        if not rows:
+            return None
+        index = faiss.read_index(str(base.folder / "graph.faiss"))
+        storage = faiss.downcast_index(index.storage)
+        codes = faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size())
+        width = storage.code_size
+        columns = {name: np.load(base.folder / f"{name}.npy") for name in _COLUMNS}
+        for row in rows:
+            codes[row * width : (row + 1) * width] = 0
+            columns["vectors"][row] = 0
+        return self._publish(scope, vector_id, base.stamp, index, columns)
+
+    def _publish(
+        self,
+        scope: Scope,
+        vector_id: str,
+        stamp: Stamp,
+        index: Any,
+        columns: dict[str, npt.NDArray[Any]],
+    ) -> str:
+        faiss = _faiss()
+        folder = self.folder(scope, vector_id)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        name = f"g{stamp.cursor}-{secrets.token_hex(4)}"
+        work = folder / f".{name}"
+        work.mkdir(mode=0o700)
+        faiss.write_index(index, str(work / "graph.faiss"))
+        for column, values in columns.items():
+            np.save(work / f"{column}.npy", values)
+        rows, dimension = columns["vectors"].shape
+        meta = {"format": FORMAT, "cursor": stamp.cursor, "digest": stamp.digest, "rows": rows, "dimension": dimension}
+        (work / "stamp.json").write_text(json.dumps(meta), encoding="utf-8")
+        work.replace(folder / name)
+        pointer = folder / f".CURRENT-{name}"
+        pointer.write_text(name, encoding="utf-8")
+        pointer.replace(folder / "CURRENT")
+        for old in folder.iterdir():  # a process that maps an old one keeps it until it lets go
+            if old.is_dir() and old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+        return name
+
+    def remove(self, scope: Scope, vector_id: str) -> None:
+        shutil.rmtree(self.folder(scope, vector_id), ignore_errors=True)
+
+
+_COLUMNS = ("ids", "valid_from", "valid_to", "expires", "subjects", "subject_ends", "vectors")

@@ -1,0 +1,182 @@
+"""Large scopes' vectors in files every process maps (engine/recall/shared_index.py, shared_builds.py).
+
+Two engines on one store share one folder of files (as two `serve` processes of a host do), with the
+threshold lowered so that a scope of a dozen memories gets its base, and the files written in the
+calling thread (no timing). On both stores: a base changes no answer (at this size the graph proposes
+every row, so results must be exactly those of exact search); what changed after it is found; a
+forgotten record is never returned and its vector leaves the files; a base written from another
+journal is never used; a new process answers from the base without reading the scope's vectors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engram_memory.embeddings.loader import load_model
+from engram_memory.engine.engine import Engine
+from engram_memory.engine.ports.store import Scope
+from engram_memory.engine.recall.semantic import VectorCache
+from engram_memory.engine.recall.shared_builds import SharedBases
+from engram_memory.engine.recall.shared_index import BaseFiles
+from engram_memory.host.compose import store_settings
+from engram_memory.host.settings import HostPaths
+from tests.engine.recall.test_vector_index import _Counting
+from tests.support.clocks import ManualClock
+from tests.support.engines import steered_engine
+from tests.support.homes import bind, make_home
+from tests.support.inprocess import InProcessAgent
+from tests.support.payloads import unique_key
+
+SHARED_FROM = 8
+CAR = "The car needs new tyres before winter."
+PARAPHRASE = "automobile maintenance"
+NOTES = [
+    "Quarterly invoices are mailed on the first Monday.",
+    "Prune the roses in early spring.",
+    "The standup moved to half past nine.",
+    "새 서비스는 PostgreSQL 데이터베이스를 사용해야 합니다.",
+    "每周五下午部署到生产环境。",
+    "当番のローテーションは毎週月曜日に交代します。",
+    "The Terraform state file is kept in the shared storage bucket.",
+    "Backups of the billing database are restored every quarter as a drill.",
+    "The office closes early on the last Friday of the month.",
+    "New hires get their laptops from the IT desk on their first day.",
+]
+
+
+def _model() -> Any:
+    model = load_model()
+    assert model is not None
+    return model
+
+
+def _shared(folder: Path) -> SharedBases:
+    return SharedBases(BaseFiles(folder), shared_from=SHARED_FROM, background=False)
+
+
+class Site:
+    def __init__(self, paths: HostPaths, clock: ManualClock, folder: Path) -> None:
+        self.paths, self.clock, self.folder = paths, clock, folder
+        self.scope = Scope("tenant-a", "workspace-1")
+        self.binding = bind(paths).binding
+        self.runtime = store_settings(paths).is_postgres
+
+    def engine(self, *, shared: bool = True) -> Any:
+        cache = VectorCache(_model(), _shared(self.folder) if shared else None)
+        return steered_engine(self.paths, clock=self.clock, runtime=self.runtime, cache=cache)
+
+    def files(self) -> BaseFiles:
+        return BaseFiles(self.folder)
+
+
+@pytest.fixture
+def site(paths: HostPaths, clock: ManualClock, tmp_path: Path) -> Site:
+    return Site(paths, clock, tmp_path / "vectors")
+
+
+def _ids(agent: InProcessAgent, query: str) -> tuple[list[str], str]:
+    value = agent.search(query, limit=50)
+    return [p["record"]["record_id"] for p in value["records"]], value["rank_receipt"]["ordered_ids_digest"]
+
+
+def _forget(agent: InProcessAgent, host: Engine, record_id: str) -> None:
+    args = {"record_id": record_id, "idempotency_key": unique_key("forget"), "reason_ref": "reason:test"}
+    assert agent.error_code("engram_memory_forget", args) == "gate_failed"
+    host.approve_confirmation(host.confirmations()[0][0].confirmation_id, decided_by="host:test", ttl_ms=60_000)
+    agent.value("engram_memory_forget", args)
+
+
+def _file_bytes(folder: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
+
+
+def test_a_base_changes_no_answer_and_follows_what_changed_after_it(site: Site) -> None:
+    with (
+        site.engine() as shared_engine,
+        site.engine(shared=False) as exact_engine,
+        steered_engine(site.paths, clock=site.clock) as host,
+    ):
+        shared, exact = InProcessAgent(shared_engine, site.binding), InProcessAgent(exact_engine, site.binding)
+        car = shared.remember(CAR)
+        for text in NOTES:
+            exact.remember(text)
+        assert site.files().current(site.scope, shared_engine.deps.semantic.vector_id) is None
+        first = _ids(shared, PARAPHRASE)  # past the threshold: this search writes the base
+        assert site.files().current(site.scope, shared_engine.deps.semantic.vector_id) is not None
+        for query in (PARAPHRASE, "which database for new services", "deploy schedule", "billing"):
+            assert _ids(shared, query) == _ids(exact, query)
+        assert _ids(shared, PARAPHRASE) == first
+        later = exact.remember("Winter tyres were fitted to the van in November.")
+        host.mark_non_current(car, decided_by="host:test")
+        found, digest = _ids(shared, PARAPHRASE)
+        assert later in found and car not in found
+        assert (found, digest) == _ids(exact, PARAPHRASE)
+        host.rewind(car, decided_by="host:test")
+        assert _ids(shared, PARAPHRASE) == _ids(exact, PARAPHRASE)
+        assert car in _ids(shared, PARAPHRASE)[0]
+
+
+def test_a_forgotten_record_is_never_returned_and_its_vector_leaves_the_files(site: Site) -> None:
+    with site.engine() as one, site.engine() as two, steered_engine(site.paths, clock=site.clock) as host:
+        first, second = InProcessAgent(one, site.binding), InProcessAgent(two, site.binding)
+        car = first.remember(CAR)
+        for text in NOTES:
+            first.remember(text)
+        assert _ids(first, PARAPHRASE)[0][:1] == [car]  # the base is written, with the car in it
+        assert _ids(second, PARAPHRASE)[0][:1] == [car]  # the other engine answers from the same base
+        vector_id = one.deps.semantic.vector_id
+        with one.deps.store.read() as tx:
+            stored = tx.vectors_of(site.scope, vector_id, [car])[car]
+        folder = site.files().folder(site.scope, vector_id)
+        assert stored in _file_bytes(folder)
+        _forget(second, host, car)
+        assert car not in _ids(second, PARAPHRASE)[0]  # its catch-up purged the base
+        assert car not in _ids(first, PARAPHRASE)[0]
+        assert stored not in _file_bytes(folder)
+        base = site.files().open(site.scope, vector_id, one.deps.semantic.dimension)
+        assert base is not None
+        row = base.row_of(car)
+        assert row is not None and not np.any(base.vectors[row])
+
+
+def test_a_new_process_answers_from_the_base_without_reading_the_scope(site: Site) -> None:
+    with site.engine() as writer:
+        agent = InProcessAgent(writer, site.binding)
+        for text in [CAR, *NOTES]:
+            agent.remember(text)
+        expected = _ids(agent, PARAPHRASE)
+    with site.engine() as reader:
+        counting = _Counting(reader.deps.store)
+        object.__setattr__(reader.deps, "store", counting)
+        assert _ids(InProcessAgent(reader, site.binding), PARAPHRASE) == expected
+        assert counting.full_loads == 0
+
+
+def test_a_base_from_another_journal_is_never_used(site: Site, tmp_path: Path, clock: ManualClock) -> None:
+    with site.engine() as engine:
+        agent = InProcessAgent(engine, site.binding)
+        for text in [CAR, *NOTES]:
+            agent.remember(text)
+        _ids(agent, PARAPHRASE)  # writes the base of this store's workspace
+    other = make_home(tmp_path / "other")  # another store, the same tenant and workspace names
+    other_site = Site(other, clock, site.folder)  # and the same folder of files
+    with other_site.engine() as engine, other_site.engine(shared=False) as exact_engine:
+        agent = InProcessAgent(engine, other_site.binding)
+        own = [agent.remember(f"{text} (second office)") for text in [*NOTES, "Parking permits renew in March."]]
+        vector_id = engine.deps.semantic.vector_id
+        with engine.deps.store.read() as tx:
+            head = tx.head(other_site.scope)
+            assert head is not None and head.records_cursor >= _base_cursor(site, vector_id)  # old enough to use
+        found = _ids(agent, PARAPHRASE)
+        assert set(found[0]) <= set(own)
+        assert found == _ids(InProcessAgent(exact_engine, other_site.binding), PARAPHRASE)
+
+
+def _base_cursor(site: Site, vector_id: str) -> int:
+    name = site.files().current(site.scope, vector_id)
+    assert name is not None
+    return int(name[1:].split("-", 1)[0])
