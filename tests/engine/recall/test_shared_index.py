@@ -137,6 +137,9 @@ def test_a_forgotten_record_is_never_returned_and_its_vector_leaves_the_files(si
         assert car not in _ids(second, PARAPHRASE)[0]  # its catch-up purged the base
         assert car not in _ids(first, PARAPHRASE)[0]
         assert stored not in _file_bytes(folder)
+        purged = site.files().current(site.scope, vector_id)
+        _ids(first, PARAPHRASE), _ids(second, PARAPHRASE)
+        assert site.files().current(site.scope, vector_id) == purged  # purged once, not at every search
         base = site.files().open(site.scope, vector_id, one.deps.semantic.dimension)
         assert base is not None
         row = base.row_of(car)

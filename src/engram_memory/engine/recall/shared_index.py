@@ -55,7 +55,7 @@ MERGE_MIN = 5_000
 CONNECTIVITY = 16  # HNSW links per node
 BUILD_BREADTH = 128  # efConstruction
 # efSearch: how many candidates the graph walk keeps; at least twice the rows asked for.
-SEARCH_BREADTH = 512
+SEARCH_BREADTH = 1024
 ID_WIDTH = 40  # bytes of a record id in the ids column ("mem_" + 26 base32 letters, with room to spare)
 _OPEN = np.iinfo(np.int64).max
 
@@ -127,6 +127,11 @@ class Base:
         key = record_id.encode("ascii", "replace")
         row = int(np.searchsorted(self.ids, key))
         return row if row < self.rows and self.ids[row] == key else None
+
+    def still_holds(self, record_id: str) -> bool:
+        """Whether the record's vector is in these files (not purged: a unit vector is never all zeros)."""
+        row = self.row_of(record_id)
+        return row is not None and bool(np.any(self.vectors[row]))
 
     def record_id(self, row: int) -> str:
         return bytes(self.ids[row]).decode("ascii")

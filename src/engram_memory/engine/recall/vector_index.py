@@ -393,7 +393,7 @@ def catch_up(
                 forgotten is not None
                 and change.state == _TOMBSTONED
                 and index.base is not None
-                and index.base.row_of(change.record_id) is not None
+                and index.base.still_holds(change.record_id)
             ):
                 forgotten.append(change.record_id)
         index.stamped(Stamp.read(tx, scope, generation))
