@@ -65,9 +65,10 @@ class Site:
         self.binding = bind(paths).binding
         self.runtime = store_settings(paths).is_postgres
 
-    def engine(self, *, shared: bool = True) -> Any:
+    def engine(self, *, shared: bool = True, owner: bool = False) -> Any:
+        """An agents' engine (the runtime role on PostgreSQL), or the host's (`owner`: verify reads every tenant)."""
         cache = VectorCache(_model(), _shared(self.folder) if shared else None)
-        return steered_engine(self.paths, clock=self.clock, runtime=self.runtime, cache=cache)
+        return steered_engine(self.paths, clock=self.clock, runtime=self.runtime and not owner, cache=cache)
 
     def files(self) -> BaseFiles:
         return BaseFiles(self.folder)
@@ -183,3 +184,22 @@ def _base_cursor(site: Site, vector_id: str) -> int:
     name = site.files().current(site.scope, vector_id)
     assert name is not None
     return int(name[1:].split("-", 1)[0])
+
+
+def test_verify_finds_a_forgotten_record_s_vector_left_in_the_files(site: Site) -> None:
+    with (
+        site.engine() as shared_engine,
+        site.engine(shared=False) as exact_engine,
+        site.engine(owner=True) as host,
+    ):
+        shared, exact = InProcessAgent(shared_engine, site.binding), InProcessAgent(exact_engine, site.binding)
+        car = shared.remember(CAR)
+        for text in NOTES:
+            shared.remember(text)
+        _ids(shared, PARAPHRASE)  # the base is written, with the car in it
+        assert host.verify(full=True).ok
+        _forget(exact, host, car)  # through a process that does not read the files: nothing purges them yet
+        problems = host.verify(full=True).problems
+        assert [(p.code.value, p.subject) for p in problems] == [("PROJECTION_STALE", car)]
+        assert car not in _ids(shared, PARAPHRASE)[0]  # this catch-up purges the files
+        assert host.verify(full=True).ok

@@ -150,6 +150,10 @@ class VectorCache:
         return self._model
 
     @property
+    def shared(self) -> SharedBases | None:
+        return self._shared
+
+    @property
     def vector_id(self) -> str:
         return self._model.vector_id
 

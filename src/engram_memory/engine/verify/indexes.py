@@ -11,10 +11,12 @@ from engram_memory.engine.deps import Deps
 from engram_memory.engine.ports.store import Scope, StoreTx
 from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.engine.recall.reindex import is_stale, scope_tokenizer
+from engram_memory.engine.recall.semantic import VectorCache
 from engram_memory.engine.recall.text import tokenizer_id
 from engram_memory.engine.verify.report import Checks, Problem, VerifyReport, scope_name, unreadable
 
 _CURRENT = RecordState.ACCEPTED_CURRENT.value
+_TOMBSTONED = RecordState.TOMBSTONED.value
 
 
 def check_tokenizer(tx: StoreTx, checks: Checks) -> bool:
@@ -95,6 +97,27 @@ def check_vectors(
     current = {record_id for record_id, state in records.items() if state == _CURRENT}
     embedded = {entry.record_id for entry in entries if entry.model in models}
     report.unembedded += len(current - embedded)
+    check_shared_vectors(deps.semantic, tx, scope, checks, records)
+
+
+def check_shared_vectors(
+    cache: VectorCache, tx: StoreTx, scope: Scope, checks: Checks, records: Mapping[str, str]
+) -> None:
+    """The scope's shared vector files (engine/recall/shared_index.py), if it has any: written from this
+    store's history, and holding no vector of a forgotten record."""
+    shared = cache.shared
+    base = None if shared is None else shared.current(scope, cache.vector_id, cache.dimension)
+    if base is None:
+        return
+    name = scope_name(scope)
+    if not base.stamp.holds(tx, scope):
+        detail = f"the shared vector files of {name} were written from another history (unused; safe to delete)"
+        checks.add("vectors", ErrorCode.PROJECTION_STALE, "shared vector files", detail)
+        return
+    for record_id, state in sorted(records.items()):
+        if state == _TOMBSTONED and base.still_holds(record_id):
+            detail = f"record {record_id} in {name} is forgotten but its vector is still in the shared vector files"
+            checks.add("vectors", ErrorCode.PROJECTION_STALE, record_id, detail)
 
 
 def verify_index_totals(deps: Deps, report: VerifyReport) -> None:
