@@ -19,7 +19,10 @@ and the exactly-once check with a full verify itself); `server_peak_rss_mb` is t
 `serve --http` processes, read from /proc before they stop; database size is the store's files (or the
 PostgreSQL database). `--writers W --write-rate R` adds bench/live_writes.py: search (in process and over
 stdio) first quiet, then while W other `serve --http` processes capture and admit R pairs a second into
-the searched workspace, with each serve process's PSS. Results: docs/benchmarks.md.
+the searched workspace, with each serve process's PSS. With `--channels hybrid` a workspace of 50,000 memories
+or more gets its shared vector files after the import (`shared vector files written in … s`), and
+`graph_pool_recall` / `graph_top10_recall` say how much of exact search's semantic pool the graph's holds.
+Results: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -279,6 +282,53 @@ def per_call_writes(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, 
     return writes
 
 
+RECALL_QUERIES = 200
+
+
+def graph_recall(paths: HostPaths, corpus: Corpus, stored: Stored) -> dict[str, float]:
+    """How much of exact search's semantic pool (150 nearest) and of its ten best the shared graph's pool
+    holds, on RECALL_QUERIES queries of the largest workspace that has a base: the only thing the graph
+    may change (scores are computed exactly either way). Empty without shared files."""
+    from engram_memory.embeddings.loader import load_model
+    from engram_memory.engine.recall.semantic import SEMANTIC_POOL, VectorCache
+    from engram_memory.engine.recall.shared_builds import SharedBases
+    from engram_memory.engine.recall.shared_index import BaseFiles
+    from engram_memory.host.compose import open_store
+
+    model = load_model()
+    if model is None:
+        return {}
+    exact, shared = VectorCache(model), VectorCache(model, SharedBases(BaseFiles(paths.vectors_dir), background=False))
+    name = max(stored.ids, key=lambda workspace: len(stored.ids[workspace]))
+    scope = Scope(TENANT, name)
+    if shared.shared is None or shared.shared.current(scope, shared.vector_id, shared.dimension) is None:
+        return {}
+    pick = random.Random(SEED + 2)
+    queries = [corpus.query(pick.choice(stored.notes[name])) for _ in range(RECALL_QUERIES)]
+    pools, tops = [], []
+    store = open_store(paths)
+    try:
+        with store.read() as tx:
+            head = tx.head(scope)
+            generation = 0 if head is None else head.records_cursor
+            now = int(time.time() * 1000)
+
+            def pool(cache: VectorCache, query: str) -> list[str]:
+                answer = cache.search(tx, scope, generation, lambda _: {}, query, valid_at_ms=now, limit=SEMANTIC_POOL)
+                return [n.record_id for n in answer.nearest]
+
+            for query in queries:
+                truth, found = pool(exact, query), set(pool(shared, query))
+                pools.append(len(found.intersection(truth)) / max(1, len(truth)))
+                tops.append(len(found.intersection(truth[:10])) / max(1, len(truth[:10])))
+    finally:
+        store.close()
+    return {
+        "graph_pool_recall": round(statistics.fmean(pools), 4),
+        "graph_top10_recall": round(statistics.fmean(tops), 4),
+    }
+
+
 def in_process(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, semantic: bool) -> dict[str, list[float]]:
     names = sorted(stored.ids)
     pick = random.Random(SEED + 1)
@@ -460,6 +510,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
             init_home(paths, options.store, app_role=options.app_role, vault=options.vault)
         stored, ingest_s = ingest(paths, corpus, options.records, options.workspaces, semantic, options.batch)
         rss_after_ingest = peak_rss_mb()
+        recall = graph_recall(paths, corpus, stored) if semantic else {}
         local = in_process(paths, corpus, stored, options.ops, semantic)
         calls = per_call_writes(paths, corpus, stored, options.ops, semantic)
         remote = {} if options.no_stdio else over_stdio(paths, corpus, stored, options.ops, semantic, options.in_flight)
@@ -494,6 +545,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     else:
         result["mcp_search_p95_ms"] = None
     result["floor_ratio_p95"] = round(result["search_p95_ms"] / result["floor_p95_ms"], 2)
+    result.update(recall)
     result.update(served)
     result.update(live)
     result["peak_rss_mb"] = round(max(rss_after_ingest, peak_rss_mb()), 1)

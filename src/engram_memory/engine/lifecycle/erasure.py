@@ -12,7 +12,7 @@ from engram_memory.contract.canonical import COVERAGE_DOMAIN, digest
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.lifecycle.tombstone_guard import forgotten_fingerprints, guard_key
-from engram_memory.engine.ports.store import RecordRow, StoreTx
+from engram_memory.engine.ports.store import RecordRow, Scope, StoreTx
 from engram_memory.engine.sealing.bodies import read_payload
 
 
@@ -48,11 +48,15 @@ def coverage_of(record_id: str, cursor: int, surfaces: dict[str, str]) -> dict[s
     return {"record_id": record_id, "cursor": cursor, "surfaces": dict(surfaces)}
 
 
-def destroy_record_key(deps: Deps, coverage: dict[str, Any]) -> str:
-    """After the commit: destroys the data key and returns the coverage receipt digest saying whether it went.
+def destroy_record_key(deps: Deps, scope: Scope, coverage: dict[str, Any]) -> str:
+    """After the commit: destroys the data key, asks for the record's vector to leave the scope's shared
+    vector files (engine/recall/shared_index.py: "pending" until a worker rewrites them, "absent" when they
+    never held it), and returns the coverage receipt digest saying what went.
 
     Idempotent, so a replay or a retry after a crash finishes what the first run could not.
     """
     destroyed = deps.vault.destroy([coverage["record_id"]], deps.clock.now_ms())
     coverage["surfaces"]["data_key"] = "destroyed" if destroyed else "pending"
+    if deps.semantic is not None:
+        coverage["surfaces"]["shared_vectors"] = deps.semantic.forgotten(scope, coverage["record_id"])
     return digest(COVERAGE_DOMAIN, coverage)

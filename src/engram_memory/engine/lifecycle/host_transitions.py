@@ -164,7 +164,7 @@ def tombstone(deps: Deps, record_id: str, *, decided_by: str, reason_ref: str | 
 
     outcome = _run(deps, record_id, _Act(decided_by, reason_ref), body)
     coverage = coverage_of(outcome.primary.record.record_id, outcome.primary.event.cursor, erased)
-    receipt = destroy_record_key(deps, coverage)
+    receipt = destroy_record_key(deps, outcome.primary.record.scope, coverage)
     physically_erased = deps.store.erase_physically(now=True)  # a human waits for it: no compaction delay
     erasure = {
         "surfaces": coverage["surfaces"],

@@ -55,7 +55,7 @@ def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
 
     def destroy_key(result: dict[str, Any]) -> dict[str, Any]:
         coverage = result.pop("coverage")
-        return {**result, "coverage_receipt_digest": destroy_record_key(deps, coverage)}
+        return {**result, "coverage_receipt_digest": destroy_record_key(deps, call.scope, coverage)}
 
     return run_mutation(
         deps,

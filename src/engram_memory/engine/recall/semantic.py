@@ -161,6 +161,16 @@ class VectorCache:
     def dimension(self) -> int:
         return self._model.embedder.dimension
 
+    def forgotten(self, scope: Scope, record_id: str) -> str:
+        """After a forget commits: asks for the record's vector to leave the scope's shared files, if they
+        hold it ("pending" until a worker has rewritten them), else "absent"."""
+        shared = self._shared
+        base = None if shared is None else shared.current(scope, self.vector_id, self.dimension)
+        if shared is None or base is None or not base.still_holds(record_id):
+            return "absent"
+        shared.purge(scope, self.vector_id, base, [record_id])
+        return "pending"
+
     def warm(self) -> None:
         """Loads the model now (a benchmark's warm-up; serving loads it on its first use)."""
         self._model.embedder.embed(["warm-up"])
@@ -254,7 +264,7 @@ class VectorCache:
     def _maybe_share(self, scope: Scope, index: ScopeIndex) -> None:
         shared = self._shared
         if shared is not None and shared.wants_base(len(index), index.changed_since_base, index.base):
-            shared.build(scope, self.vector_id, index.live_rows)
+            shared.build(scope, self.vector_id, index.base, len(index), index.live_rows)
 
     def _keep_index(self, scope: Scope, index: ScopeIndex) -> None:
         with self._lock:

@@ -59,6 +59,7 @@ class SharedBases:
         self._jobs: list[_Job] = []
         self._running: set[tuple[Scope, str]] = set()
         self._opened: dict[tuple[Scope, str], tuple[str, Base]] = {}
+        self._asked: dict[tuple[Scope, str], tuple[str | None, int]] = {}  # (base name, live rows) when asked
         self._worker: threading.Thread | None = None
 
     # -- reading -------------------------------------------------------------------------------------
@@ -86,13 +87,17 @@ class SharedBases:
             return False
         return base is None or changed >= max(MERGE_MIN, MERGE_SHARE * base.rows)
 
-    def build(self, scope: Scope, vector_id: str, rows: Callable[[], Rows]) -> None:
-        """Asks for a new base of the scope; `rows` is called now (under the caller's lock) unless one is
-        already being asked for."""
+    def build(self, scope: Scope, vector_id: str, base: Base | None, live: int, rows: Callable[[], Rows]) -> None:
+        """Asks for a new base of the scope; `rows` is called now (under the caller's lock). A scope is
+        asked for once per base it stands on until MERGE_MIN more rows: a write that failed, or another
+        process that holds the scope's lock, is not asked again at every search."""
         key = (scope, vector_id)
+        standing = None if base is None else base.folder.name
         with self._lock:
-            if key in self._running or any(job.rows is not None and job.key == key for job in self._jobs):
+            asked = self._asked.get(key)
+            if asked is not None and asked[0] == standing and live < asked[1] + MERGE_MIN:
                 return
+            self._asked[key] = (standing, live)
         self._submit(_Job(scope, vector_id, rows=rows()))
 
     def purge(self, scope: Scope, vector_id: str, base: Base, record_ids: Sequence[str]) -> None:

@@ -106,6 +106,13 @@ class Rows:
     expires: npt.NDArray[np.int64]  # _OPEN: never
 
 
+def _mapped(path: Path) -> npt.NDArray[Any]:
+    """The file's array, mapped read-only (shared with every process that maps it), as a plain array: a
+    memmap's own indexing costs microseconds a row."""
+    mapped: npt.NDArray[Any] = np.load(path, mmap_mode="r").view(np.ndarray)
+    return mapped
+
+
 class Base:
     """One generation of a scope's files, opened: the graph's codes mapped, the columns mapped."""
 
@@ -114,13 +121,13 @@ class Base:
         self._index = index
         self.stamp = stamp
         self.rows = rows
-        self.ids: npt.NDArray[np.bytes_] = np.load(folder / "ids.npy", mmap_mode="r")
-        self.valid_from: npt.NDArray[np.int64] = np.load(folder / "valid_from.npy", mmap_mode="r")
-        self.valid_to: npt.NDArray[np.int64] = np.load(folder / "valid_to.npy", mmap_mode="r")
-        self.expires: npt.NDArray[np.int64] = np.load(folder / "expires.npy", mmap_mode="r")
-        self._subjects: npt.NDArray[np.uint8] = np.load(folder / "subjects.npy", mmap_mode="r")
-        self._subject_ends: npt.NDArray[np.int64] = np.load(folder / "subject_ends.npy", mmap_mode="r")
-        self.vectors: npt.NDArray[np.float32] = np.load(folder / "vectors.npy", mmap_mode="r")
+        self.ids: npt.NDArray[np.bytes_] = _mapped(folder / "ids.npy")
+        self.valid_from: npt.NDArray[np.int64] = _mapped(folder / "valid_from.npy")
+        self.valid_to: npt.NDArray[np.int64] = _mapped(folder / "valid_to.npy")
+        self.expires: npt.NDArray[np.int64] = _mapped(folder / "expires.npy")
+        self._subjects: npt.NDArray[np.uint8] = _mapped(folder / "subjects.npy")
+        self._subject_ends: npt.NDArray[np.int64] = _mapped(folder / "subject_ends.npy")
+        self.vectors: npt.NDArray[np.float32] = _mapped(folder / "vectors.npy")
 
     def row_of(self, record_id: str) -> int | None:
         """The record's row (ids are sorted), or None."""
