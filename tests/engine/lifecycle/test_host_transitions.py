@@ -326,6 +326,7 @@ def test_tombstone_erases_like_forget_and_arms_the_tombstone_guard(
         "vectors": "absent",
         "caches": "absent",
         "data_key": "destroyed",
+        "shared_vectors": "absent",  # a workspace this small has no shared vector files
     }
     assert outcome.erasure["physical_erasure"] == "complete"
     assert outcome.erasure["coverage_receipt_digest"].startswith("sha256:")
