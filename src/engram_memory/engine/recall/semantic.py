@@ -1,9 +1,11 @@
-"""The semantic channel: embeddings written at admission, per-scope indexes in memory, cosine top-k.
+"""The semantic channel: embeddings written at admission, per-scope indexes (in memory, over a large
+scope's shared files), cosine top-k.
 
 Only accepted_current records are embedded (never a pending candidate), and a record's vector leaves
 with its lexical entry. Each record has one vector, by the channel's one model (semantic_models.py).
 A scope's index follows the store by what changed since the records cursor it last saw
-(vector_index.py), so a search never sees a vector of a record the store no longer holds current.
+(vector_index.py), so a search never sees a vector of a record the store no longer holds current; a
+large scope's index stands on a base every process maps (shared_index.py, shared_builds.py).
 """
 
 from __future__ import annotations
@@ -162,14 +164,11 @@ class VectorCache:
         return self._model.embedder.dimension
 
     def forgotten(self, scope: Scope, record_id: str) -> str:
-        """After a forget commits: asks for the record's vector to leave the scope's shared files, if they
-        hold it ("pending" until a worker has rewritten them), else "absent"."""
+        """After a forget commits: overwrites the record's vector in the scope's shared files, if they hold
+        it ("erased"), else "absent"."""
         shared = self._shared
         base = None if shared is None else shared.current(scope, self.vector_id, self.dimension)
-        if shared is None or base is None or not base.still_holds(record_id):
-            return "absent"
-        shared.purge(scope, self.vector_id, base, [record_id])
-        return "pending"
+        return "erased" if base is not None and base.erase([record_id]) else "absent"
 
     def warm(self) -> None:
         """Loads the model now (a benchmark's warm-up; serving loads it on its first use)."""
@@ -257,7 +256,7 @@ class VectorCache:
         fresh = catch_up(index, tx, scope, generation, self.vector_id, self.dimension, embedding, forgotten)
         if self._shared is not None:
             if forgotten and index.base is not None:
-                self._shared.purge(scope, self.vector_id, index.base, forgotten)
+                index.base.erase(forgotten)  # forgotten through a process that did not erase it
             self._maybe_share(scope, index)
         return fresh
 
@@ -314,7 +313,7 @@ class VectorCache:
 
 def _replaces(base: Base | None, index: ScopeIndex) -> bool:
     """Whether `base` should take the place of what `index` stands on: a first base, or a newer
-    generation (a later stamp, or the same one purged)."""
+    generation (a later or equal stamp: the same rows written again)."""
     if base is None or index.base is base:
         return False
     return index.base is None or base.stamp.cursor >= index.base.stamp.cursor

@@ -4,9 +4,8 @@ off the search path.
 A process asks for a new base when a scope it searched has SHARED_FROM live rows or more and either has
 no base or has changed by MERGE_SHARE of it since; the rows are copied under the scope's lock (the
 index's own, current at its stamp), and the graph is built by a worker thread, so searches go on with
-exact scoring meanwhile. A record forgotten out of a base gets a purged generation the same way. An
-advisory lock on a file of the scope's folder keeps two processes from writing the same scope at once;
-the loser simply finds the winner's generation at its next search.
+exact scoring meanwhile. An advisory lock on a file of the scope's folder keeps two processes from
+writing the same scope at once; the loser simply finds the winner's generation at its next search.
 """
 
 from __future__ import annotations
@@ -14,9 +13,9 @@ from __future__ import annotations
 import fcntl
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.shared_index import MERGE_MIN, MERGE_SHARE, SHARED_FROM, Base, BaseFiles, Rows
@@ -30,9 +29,7 @@ logger = logging.getLogger(__name__)
 class _Job:
     scope: Scope
     vector_id: str
-    rows: Rows | None = None  # a new base from these rows
-    forgotten: tuple[str, ...] = field(default_factory=tuple)  # or a purge of these records
-    base: Base | None = None
+    rows: Rows  # a new base from these rows
 
     @property
     def key(self) -> tuple[Scope, str]:
@@ -100,18 +97,6 @@ class SharedBases:
             self._asked[key] = (standing, live)
         self._submit(_Job(scope, vector_id, rows=rows()))
 
-    def purge(self, scope: Scope, vector_id: str, base: Base, record_ids: Sequence[str]) -> None:
-        """Asks for a generation of the scope's base without these records' codes and vectors (one waiting
-        purge per scope takes every record forgotten meanwhile)."""
-        key = (scope, vector_id)
-        with self._lock:
-            for position, waiting in enumerate(self._jobs):
-                if waiting.rows is None and waiting.key == key:
-                    forgotten = tuple(dict.fromkeys((*waiting.forgotten, *record_ids)))
-                    self._jobs[position] = _Job(scope, vector_id, forgotten=forgotten, base=base)
-                    return
-        self._submit(_Job(scope, vector_id, forgotten=tuple(record_ids), base=base))
-
     def _submit(self, job: _Job) -> None:
         if not self._background:
             self._run(job)
@@ -164,18 +149,7 @@ class SharedBases:
             logger.error("a shared vector file could not be written (%s)", type(exc).__name__)
 
     def _write(self, job: _Job) -> None:
-        if job.rows is not None:
-            current = self.files.current(job.scope, job.vector_id)
-            if current is not None and int(current[1:].split("-", 1)[0]) >= job.rows.stamp.cursor:
-                return  # another process wrote one at least as recent meanwhile
-            self.files.write(job.scope, job.vector_id, job.rows, threads=self._threads)
-            return
-        assert job.base is not None
-        base = job.base
-        if self.files.current(job.scope, job.vector_id) != base.folder.name:
-            # A newer generation was written since: purge that one (it may hold the records too).
-            newer = self.files.open(job.scope, job.vector_id, base.vectors.shape[1])
-            if newer is None:
-                return
-            base = newer
-        self.files.purged(base, job.scope, job.vector_id, job.forgotten)
+        current = self.files.current(job.scope, job.vector_id)
+        if current is not None and int(current[1:].split("-", 1)[0]) >= job.rows.stamp.cursor:
+            return  # another process wrote one at least as recent meanwhile
+        self.files.write(job.scope, job.vector_id, job.rows, threads=self._threads)

@@ -10,8 +10,9 @@ a record's score is the exact one, and only which records enter fusion can diffe
 to the same state gives the same answer (docs/decisions/0027-shared-vector-files.md).
 
 A base is derived data: it is never the judge of what is current (the store is, at every search), it
-is rebuilt when its stamp no longer holds (a restore), and a forgotten record's codes are overwritten
-by a new generation of the files (`purged`), so forgetting leaves no copy of its vector behind.
+is never used where its stamp does not hold (a restore), and a forgotten record's codes and vector are
+overwritten with zeros in the files themselves (`Base.erase`, by the forget and by any process that
+catches up past it), so forgetting leaves no copy of its vector behind.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import importlib
 import importlib.util
 import json
 import logging
+import os
 import secrets
 import shutil
 from collections.abc import Sequence
@@ -45,7 +47,7 @@ __all__ = [
     "available",
 ]
 
-FORMAT = 1
+FORMAT = 2  # 2: the offsets that erase overwrites
 # Live rows from which a scope is kept in a base: below it exact search in memory is fast and small.
 SHARED_FROM = 50_000
 # A process asks for a new base once the rows that changed since the base's stamp reach this share of it
@@ -116,11 +118,12 @@ def _mapped(path: Path) -> npt.NDArray[Any]:
 class Base:
     """One generation of a scope's files, opened: the graph's codes mapped, the columns mapped."""
 
-    def __init__(self, folder: Path, index: Any, stamp: Stamp, rows: int) -> None:
+    def __init__(self, folder: Path, index: Any, stamp: Stamp, rows: int, offsets: tuple[int, int]) -> None:
         self.folder = folder
         self._index = index
         self.stamp = stamp
         self.rows = rows
+        self._codes_at, self._vectors_at = offsets
         self.ids: npt.NDArray[np.bytes_] = _mapped(folder / "ids.npy")
         self.valid_from: npt.NDArray[np.int64] = _mapped(folder / "valid_from.npy")
         self.valid_to: npt.NDArray[np.int64] = _mapped(folder / "valid_to.npy")
@@ -136,9 +139,32 @@ class Base:
         return row if row < self.rows and self.ids[row] == key else None
 
     def still_holds(self, record_id: str) -> bool:
-        """Whether the record's vector is in these files (not purged: a unit vector is never all zeros)."""
+        """Whether the record's vector is in these files (not erased: a unit vector is never all zeros)."""
         row = self.row_of(record_id)
         return row is not None and bool(np.any(self.vectors[row]))
+
+    def erase(self, record_ids: Sequence[str]) -> list[str]:
+        """Overwrites these records' codes and float32 vectors with zeros, in the files themselves (every
+        process that maps them reads the zeros at once), and returns those it erased. A forgotten record's
+        row stays, dead in every process that caught up past the forgetting; writing zeros twice is
+        harmless, so any process may do it."""
+        rows = sorted({(row, record_id) for record_id in record_ids if (row := self.row_of(record_id)) is not None})
+        erased = [record_id for row, record_id in rows if np.any(self.vectors[row])]
+        if not erased:
+            return []
+        code_size = int(_faiss().downcast_index(self._index.storage).code_size)
+        row_bytes = int(self.vectors.shape[1]) * 4
+        for name, start, width in (
+            ("graph.faiss", self._codes_at, code_size),
+            ("vectors.npy", self._vectors_at, row_bytes),
+        ):
+            with (self.folder / name).open("r+b") as handle:
+                for row, _ in rows:
+                    handle.seek(start + row * width)
+                    handle.write(bytes(width))
+                handle.flush()
+                os.fsync(handle.fileno())
+        return erased
 
     def record_id(self, row: int) -> str:
         return bytes(self.ids[row]).decode("ascii")
@@ -187,7 +213,8 @@ class BaseFiles:
             if meta.get("format") != FORMAT or meta.get("dimension") != dimension:
                 return None
             index = faiss.read_index(str(folder / "graph.faiss"), faiss.IO_FLAG_MMAP_IFC)
-            return Base(folder, index, Stamp(int(meta["cursor"]), meta["digest"]), int(meta["rows"]))
+            offsets = (int(meta["codes_at"]), int(meta["vectors_at"]))
+            return Base(folder, index, Stamp(int(meta["cursor"]), meta["digest"]), int(meta["rows"]), offsets)
         except (OSError, ValueError, KeyError, RuntimeError):
             return None
 
@@ -220,23 +247,6 @@ class BaseFiles:
         }
         return self._publish(scope, vector_id, rows.stamp, index, columns)
 
-    def purged(self, base: Base, scope: Scope, vector_id: str, record_ids: Sequence[str]) -> str | None:
-        """A new generation of `base` with these records' codes and vectors overwritten by zeros (the rows
-        stay, dead in every process that caught up past their forgetting); None if none is in it."""
-        faiss = _faiss()
-        rows = sorted({row for row in map(base.row_of, record_ids) if row is not None})
-        if not rows:
-            return None
-        index = faiss.read_index(str(base.folder / "graph.faiss"))
-        storage = faiss.downcast_index(index.storage)
-        codes = faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size())
-        width = storage.code_size
-        columns = {name: np.load(base.folder / f"{name}.npy") for name in _COLUMNS}
-        for row in rows:
-            codes[row * width : (row + 1) * width] = 0
-            columns["vectors"][row] = 0
-        return self._publish(scope, vector_id, base.stamp, index, columns)
-
     def _publish(
         self,
         scope: Scope,
@@ -255,7 +265,15 @@ class BaseFiles:
         for column, values in columns.items():
             np.save(work / f"{column}.npy", values)
         rows, dimension = columns["vectors"].shape
-        meta = {"format": FORMAT, "cursor": stamp.cursor, "digest": stamp.digest, "rows": rows, "dimension": dimension}
+        meta = {
+            "format": FORMAT,
+            "cursor": stamp.cursor,
+            "digest": stamp.digest,
+            "rows": rows,
+            "dimension": dimension,
+            "codes_at": _codes_offset(work / "graph.faiss", index),
+            "vectors_at": _data_offset(work / "vectors.npy"),
+        }
         (work / "stamp.json").write_text(json.dumps(meta), encoding="utf-8")
         work.replace(folder / name)
         pointer = folder / f".CURRENT-{name}"
@@ -271,3 +289,28 @@ class BaseFiles:
 
 
 _COLUMNS = ("ids", "valid_from", "valid_to", "expires", "subjects", "subject_ends", "vectors")
+
+
+def _codes_offset(graph: Path, index: Any) -> int:
+    """Where the graph file keeps its rows' 8-bit codes (one block, row after row), found by the first
+    rows' bytes: what `Base.erase` overwrites. Raises ValueError if they cannot be told apart."""
+    faiss = _faiss()
+    storage = faiss.downcast_index(index.storage)
+    codes = faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size())
+    needle = bytes(codes[: min(index.ntotal, 8) * storage.code_size])
+    data = graph.read_bytes()
+    at = data.find(needle)
+    if at < 0 or data.find(needle, at + 1) >= 0 or bytes(data[at : at + codes.size]) != bytes(codes):
+        raise ValueError("the graph file's codes could not be located")
+    return at
+
+
+def _data_offset(path: Path) -> int:
+    """Where a .npy file's array starts (after its header)."""
+    with path.open("rb") as handle:
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            np.lib.format.read_array_header_1_0(handle)
+        else:
+            np.lib.format.read_array_header_2_0(handle)
+        return handle.tell()
