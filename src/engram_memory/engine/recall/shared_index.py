@@ -284,9 +284,6 @@ class BaseFiles:
                 shutil.rmtree(old, ignore_errors=True)
         return name
 
-    def remove(self, scope: Scope, vector_id: str) -> None:
-        shutil.rmtree(self.folder(scope, vector_id), ignore_errors=True)
-
 
 _COLUMNS = ("ids", "valid_from", "valid_to", "expires", "subjects", "subject_ends", "vectors")
 
