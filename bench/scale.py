@@ -105,6 +105,15 @@ class Corpus:
             words.insert(pick.randrange(len(words) + 1), str(pick.randint(2, 9_999)))
         return f"{pick.choice(NAMES)}: {' '.join(words)}"
 
+    def state(self) -> list[Any]:
+        """The generator's state as JSON can hold it (a kept import resumes the run where it left off)."""
+        version, internal, gauss = self._random.getstate()
+        return [version, list(internal), gauss]
+
+    def restore(self, state: list[Any]) -> None:
+        version, internal, gauss = state
+        self._random.setstate((version, tuple(internal), gauss))
+
     def query(self, note: str) -> str:
         """Two to four words of a stored note: what an agent asking about it might type."""
         words = [w for w in _WORD.findall(note) if len(w) > 3]
@@ -259,6 +268,13 @@ def share_bases(engine: Any, paths: HostPaths, names: list[str]) -> None:
         value_of(engine, binding, "engram_memory_search", {"query": "warm up", "purpose_ref": PURPOSE})
     cache.shared.settle()
     print(f"  shared vector files written in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+
+
+def share_bases_of(paths: HostPaths, semantic: bool, names: list[str]) -> None:
+    """A kept home's bases, brought up to date as an import's would be (a no-op where they are)."""
+    if semantic:
+        with open_engine(paths, semantic=True) as engine:
+            share_bases(engine, paths, names)
 
 
 def per_call_writes(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, semantic: bool) -> list[float]:
@@ -499,17 +515,81 @@ def live_figures(
     return measure(paths, load)
 
 
+KEPT_IMPORT = "scale-import.json"
+
+
+def _import_key(options: argparse.Namespace) -> dict[str, Any]:
+    """What must match for a kept home's import to stand for this run's."""
+    return {
+        "records": options.records,
+        "workspaces": options.workspaces,
+        "store": options.store,
+        "channels": options.channels,
+        "batch": options.batch,
+        "seed": SEED,
+    }
+
+
+@contextmanager
+def bench_home(options: argparse.Namespace) -> Iterator[HostPaths]:
+    """A throwaway home, or `--home` kept for the next run."""
+    if options.home is not None:
+        yield HostPaths(home=options.home.resolve())
+        return
+    with tempfile.TemporaryDirectory(prefix="engram-scale-") as scratch:
+        yield HostPaths(home=Path(scratch) / "home")
+
+
+def kept_import(paths: HostPaths, corpus: Corpus, options: argparse.Namespace) -> tuple[Stored, float] | None:
+    """The import a kept home already holds (with the corpus' generator where the import left it), or
+    None when the home holds none or another one."""
+    marker = paths.home / KEPT_IMPORT
+    if not marker.exists():
+        return None
+    kept = json.loads(marker.read_text(encoding="utf-8"))
+    if kept["key"] != _import_key(options):
+        raise SystemExit(f"{paths.home} holds another import ({kept['key']}); give another --home")
+    corpus.restore(kept["corpus_state"])
+    print(f"  measuring the import kept in {paths.home}", file=sys.stderr, flush=True)
+    return Stored(ids=kept["ids"], notes=kept["notes"]), float(kept["ingest_s"])
+
+
+def keep_import(paths: HostPaths, corpus: Corpus, options: argparse.Namespace, stored: Stored, seconds: float) -> None:
+    kept = {
+        "key": _import_key(options),
+        "ingest_s": seconds,
+        "corpus_state": corpus.state(),
+        "ids": stored.ids,
+        "notes": stored.notes,
+    }
+    (paths.home / KEPT_IMPORT).write_text(json.dumps(kept), encoding="utf-8")
+
+
 def run(options: argparse.Namespace) -> dict[str, Any]:
     corpus = Corpus(options.corpus)
     semantic = options.channels == "hybrid"
-    with tempfile.TemporaryDirectory(prefix="engram-scale-") as scratch:
-        paths = HostPaths(home=Path(scratch) / "home")
-        if options.store == "sqlite":
-            init_home(paths)
+    with bench_home(options) as paths:
+        kept = kept_import(paths, corpus, options) if options.home is not None else None
+        if kept is None:
+            if options.store == "sqlite":
+                init_home(paths)
+            else:
+                init_home(paths, options.store, app_role=options.app_role, vault=options.vault)
+            stored, ingest_s = ingest(paths, corpus, options.records, options.workspaces, semantic, options.batch)
+            if options.home is not None:
+                keep_import(paths, corpus, options, stored, ingest_s)
         else:
-            init_home(paths, options.store, app_role=options.app_role, vault=options.vault)
-        stored, ingest_s = ingest(paths, corpus, options.records, options.workspaces, semantic, options.batch)
+            stored, ingest_s = kept
+            share_bases_of(paths, semantic, sorted(stored.ids))
         rss_after_ingest = peak_rss_mb()
+        if options.import_only:
+            return {
+                "records": sum(len(ids) for ids in stored.ids.values()),
+                "ingest_s": round(ingest_s, 1),
+                "capture_admit_per_s": round(options.records / ingest_s, 1),
+                "peak_rss_mb": round(rss_after_ingest, 1),
+                "db_mb": db_mb(paths),
+            }
         recall = graph_recall(paths, corpus, stored) if semantic else {}
         local = in_process(paths, corpus, stored, options.ops, semantic)
         calls = per_call_writes(paths, corpus, stored, options.ops, semantic)
@@ -591,6 +671,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write-rate", type=float, default=10.0, help="live writes: capture+admission pairs a second, all writers"
     )
+    parser.add_argument(
+        "--home",
+        type=Path,
+        help="keep the store in this home; a home that holds this benchmark's import of the same records is"
+        " measured again without importing (the measurements' own writes stay in it)",
+    )
+    parser.add_argument("--import-only", action="store_true", help="import (into --home) and report only that")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--results", type=Path, help="also append the JSON object as a line to this file")
     options = parser.parse_args(argv)
@@ -602,6 +689,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--in-flight must be at least 1")
     if options.writers < 0 or options.write_rate <= 0:
         parser.error("--writers must be 0 or more and --write-rate positive")
+    if options.import_only and options.home is None:
+        parser.error("--import-only needs --home")
     if options.ops < 1000:
         parser.error("--ops must be at least 1,000")
     if options.store != "sqlite" and not options.store.startswith("postgresql://"):
