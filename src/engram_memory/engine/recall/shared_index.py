@@ -18,10 +18,8 @@ catches up past it), so forgetting leaves no copy of its vector behind.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.util
 import json
-import logging
 import os
 import secrets
 import shutil
@@ -34,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.recall.graph_build import CONNECTIVITY, GRAPH_FILE, build_graph, faiss_module
 
 __all__ = [
     "CONNECTIVITY",
@@ -54,19 +53,10 @@ SHARED_FROM = 50_000
 # (and at least MERGE_MIN): until then it scores them exactly, in its own memory.
 MERGE_SHARE = 0.1
 MERGE_MIN = 5_000
-CONNECTIVITY = 16  # HNSW links per node
-BUILD_BREADTH = 128  # efConstruction
 # efSearch: how many candidates the graph walk keeps; at least twice the rows asked for.
 SEARCH_BREADTH = 1024
 ID_WIDTH = 40  # bytes of a record id in the ids column ("mem_" + 26 base32 letters, with room to spare)
 _OPEN = np.iinfo(np.int64).max
-
-
-def _faiss() -> Any:
-    """faiss, untyped: its bundled stubs do not describe the SWIG classes' Python forms used here. Its
-    loader tells at INFO which CPU build it tried: nothing an operator needs in the server's log."""
-    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
-    return importlib.import_module("faiss")
 
 
 def available() -> bool:
@@ -152,10 +142,10 @@ class Base:
         erased = [record_id for row, record_id in rows if np.any(self.vectors[row])]
         if not erased:
             return []
-        code_size = int(_faiss().downcast_index(self._index.storage).code_size)
+        code_size = int(faiss_module().downcast_index(self._index.storage).code_size)
         row_bytes = int(self.vectors.shape[1]) * 4
         for name, start, width in (
-            ("graph.faiss", self._codes_at, code_size),
+            (GRAPH_FILE, self._codes_at, code_size),
             ("vectors.npy", self._vectors_at, row_bytes),
         ):
             with (self.folder / name).open("r+b") as handle:
@@ -175,7 +165,7 @@ class Base:
 
     def nearest_rows(self, query: npt.NDArray[np.float32], held: npt.NDArray[np.bool_], k: int) -> list[int]:
         """The graph's `k` best rows among `held`, in no particular order (the caller scores them exactly)."""
-        faiss = _faiss()
+        faiss = faiss_module()
         if k <= 0:
             return []
         selector = faiss.IDSelectorBitmap(np.packbits(held, bitorder="little"))
@@ -203,7 +193,7 @@ class BaseFiles:
 
     def open(self, scope: Scope, vector_id: str, dimension: int) -> Base | None:
         """The current generation, or None (none yet, another format, or files that do not open)."""
-        faiss = _faiss()
+        faiss = faiss_module()
         name = self.current(scope, vector_id)
         if name is None:
             return None
@@ -212,29 +202,21 @@ class BaseFiles:
             meta = json.loads((folder / "stamp.json").read_text(encoding="utf-8"))
             if meta.get("format") != FORMAT or meta.get("dimension") != dimension:
                 return None
-            index = faiss.read_index(str(folder / "graph.faiss"), faiss.IO_FLAG_MMAP_IFC)
+            index = faiss.read_index(str(folder / GRAPH_FILE), faiss.IO_FLAG_MMAP_IFC)
             offsets = (int(meta["codes_at"]), int(meta["vectors_at"]))
             return Base(folder, index, Stamp(int(meta["cursor"]), meta["digest"]), int(meta["rows"]), offsets)
         except (OSError, ValueError, KeyError, RuntimeError):
             return None
 
     def write(self, scope: Scope, vector_id: str, rows: Rows, *, threads: int = 1) -> str:
-        """Writes a new generation of the scope's rows, makes it current and removes the older ones;
-        returns its name."""
-        faiss = _faiss()
+        """Writes a new generation of the scope's rows (its graph built by a child process on `threads`
+        threads: graph_build.py), makes it current and removes the older ones; returns its name."""
+        folder = self.folder(scope, vector_id)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        name = f"g{rows.stamp.cursor}-{secrets.token_hex(4)}"
+        work = folder / f".{name}"
+        work.mkdir(mode=0o700)
         order = np.argsort(rows.ids, kind="stable")
-        matrix = np.ascontiguousarray(rows.vectors[order], dtype=np.float32)
-        index = faiss.IndexHNSWSQ(
-            matrix.shape[1], faiss.ScalarQuantizer.QT_8bit, CONNECTIVITY, faiss.METRIC_INNER_PRODUCT
-        )
-        index.hnsw.efConstruction = BUILD_BREADTH
-        before = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(threads)
-        try:
-            index.train(matrix)
-            index.add(matrix)
-        finally:
-            faiss.omp_set_num_threads(before)
         subjects = [rows.subjects[i].encode("utf-8") for i in order]
         columns: dict[str, npt.NDArray[Any]] = {
             "ids": rows.ids[order],
@@ -243,35 +225,17 @@ class BaseFiles:
             "expires": rows.expires[order],
             "subjects": np.frombuffer(b"".join(subjects), dtype=np.uint8),
             "subject_ends": np.cumsum([len(s) for s in subjects], dtype=np.int64),
-            "vectors": matrix,
         }
-        return self._publish(scope, vector_id, rows.stamp, index, columns)
-
-    def _publish(
-        self,
-        scope: Scope,
-        vector_id: str,
-        stamp: Stamp,
-        index: Any,
-        columns: dict[str, npt.NDArray[Any]],
-    ) -> str:
-        faiss = _faiss()
-        folder = self.folder(scope, vector_id)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        name = f"g{stamp.cursor}-{secrets.token_hex(4)}"
-        work = folder / f".{name}"
-        work.mkdir(mode=0o700)
-        faiss.write_index(index, str(work / "graph.faiss"))
         for column, values in columns.items():
             np.save(work / f"{column}.npy", values)
-        rows, dimension = columns["vectors"].shape
+        np.save(work / "vectors.npy", np.ascontiguousarray(rows.vectors[order], dtype=np.float32))
         meta = {
             "format": FORMAT,
-            "cursor": stamp.cursor,
-            "digest": stamp.digest,
-            "rows": rows,
-            "dimension": dimension,
-            "codes_at": _codes_offset(work / "graph.faiss", index),
+            "cursor": rows.stamp.cursor,
+            "digest": rows.stamp.digest,
+            "rows": len(order),
+            "dimension": int(rows.vectors.shape[1]),
+            "codes_at": build_graph(work, threads),
             "vectors_at": _data_offset(work / "vectors.npy"),
         }
         (work / "stamp.json").write_text(json.dumps(meta), encoding="utf-8")
@@ -286,20 +250,6 @@ class BaseFiles:
 
 
 _COLUMNS = ("ids", "valid_from", "valid_to", "expires", "subjects", "subject_ends", "vectors")
-
-
-def _codes_offset(graph: Path, index: Any) -> int:
-    """Where the graph file keeps its rows' 8-bit codes (one block, row after row), found by the first
-    rows' bytes: what `Base.erase` overwrites. Raises ValueError if they cannot be told apart."""
-    faiss = _faiss()
-    storage = faiss.downcast_index(index.storage)
-    codes = faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size())
-    needle = bytes(codes[: min(index.ntotal, 8) * storage.code_size])
-    data = graph.read_bytes()
-    at = data.find(needle)
-    if at < 0 or data.find(needle, at + 1) >= 0 or bytes(data[at : at + codes.size]) != bytes(codes):
-        raise ValueError("the graph file's codes could not be located")
-    return at
 
 
 def _data_offset(path: Path) -> int:
