@@ -1,9 +1,10 @@
-"""A shared base's graph is built in a child process (engine/recall/graph_build.py).
+"""A shared base's graph: built in a child process (engine/recall/graph_build.py), searched between locks.
 
 A real server process with the embedding model loaded asks for a base of 40,000 rows on its background
 worker and stops while the child builds the graph: it must exit with status 0 (an in-process build made it
 abort in faiss' threads), the child must stop by itself, and the unpublished folder it leaves must go
-with the next write. Waits are bounded polls for states, never timings.
+with the next write. Waits are bounded polls for states, never timings. And the graph's proposals, found
+off the scope's lock while the lexical channel runs, stand only for the index state they were asked for.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.shared_index import BaseFiles, Rows, Stamp
+from engram_memory.engine.recall.vector_index import ScopeIndex
 
 SCOPE = Scope("tenant-a", "workspace-a")
 VECTOR_ID = "model-a"
@@ -106,3 +108,37 @@ def test_a_server_stopped_during_a_build_exits_cleanly_and_its_builder_stops(tmp
     assert base is not None and base.rows == 500
     held = np.ones(500, dtype=bool)
     assert len(base.nearest_rows(np.asarray(base.vectors[17]), held, 10)) == 10
+
+
+def test_graph_proposals_found_off_the_lock_are_used_only_for_the_state_they_were_asked_for(tmp_path: Path) -> None:
+    """A search asks the graph between locks (VectorCache.start/finish): what it proposed must never stand
+    for a changed index or another snapshot."""
+    files = BaseFiles(tmp_path)
+    rows = _rows(300)
+    files.write(SCOPE, VECTOR_ID, rows)
+    base = files.open(SCOPE, VECTOR_ID, 384)
+    assert base is not None
+    index = ScopeIndex(384, base.stamp, base)
+    query = np.asarray(base.vectors[42])
+    generation, now = base.stamp.cursor + 1, 1_000
+    request = index.graph_request(generation, now, 10)
+    assert request is not None
+    proposals = request.propose(query)
+    fresh = index.nearest(query, generation=generation, valid_at_ms=now, limit=10)
+    assert index.nearest(query, generation=generation, valid_at_ms=now, limit=10, proposals=proposals) == fresh
+    nearest_id = fresh[0].record_id
+    assert nearest_id == base.record_id(42)
+
+    index.drop(nearest_id, generation)  # the index changed between the two locks
+    after = index.nearest(query, generation=generation, valid_at_ms=now, limit=10, proposals=proposals)
+    assert nearest_id not in [n.record_id for n in after]
+    assert after == index.nearest(query, generation=generation, valid_at_ms=now, limit=10)
+    assert len(after) == 10
+
+    earlier = base.stamp.cursor  # another snapshot, where the record is still current
+    request = index.graph_request(generation, now, 10)
+    assert request is not None
+    stale = request.propose(query)
+    before = index.nearest(query, generation=earlier, valid_at_ms=now, limit=10, proposals=stale)
+    assert before[0].record_id == nearest_id
+    assert before == index.nearest(query, generation=earlier, valid_at_ms=now, limit=10)

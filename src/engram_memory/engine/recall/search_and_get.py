@@ -197,17 +197,22 @@ def _hybrid(
     """
     focus = _focus(tx, call, query)
     terms, lexical_terms, frequent = focus.terms, focus.lexical_terms, focus.frequent
-    lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)
-    windows = named_windows(query)
-    answer = cache.search(
+
+    def payload_of(record_id: str) -> dict[str, Any]:
+        return read_payload(deps, tx, call.scope, record_id, "record")
+
+    semantic = cache.start(
         tx,
         call.scope,
         generation,
-        lambda record_id: read_payload(deps, tx, call.scope, record_id, "record"),
+        payload_of,
         semantic_query(without_dates(query), frequent),
         valid_at_ms=valid_at_ms,
         limit=SEMANTIC_POOL,
     )
+    lexical, docs = _rank(tx, call, lexical_terms, valid_at_ms, with_recency=False, df=focus.df)  # meanwhile
+    windows = named_windows(query)
+    answer = cache.finish(tx, semantic, payload_of)
     model, nearest = cache.model, answer.nearest
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}

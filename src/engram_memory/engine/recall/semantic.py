@@ -15,6 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,9 @@ from engram_memory.engine.recall.text import subject, tokenize
 from engram_memory.engine.recall.vector_index import (
     CatchUp,
     Embedded,
+    GraphRequest,
     Neighbour,
+    Proposals,
     ScopeIndex,
     build,
     catch_up,
@@ -66,6 +69,8 @@ CONTEXT_LINES = 8
 TEXT_CACHE_ENTRIES = 4096
 # Query vectors kept per engine: an agent asking again, or paging, costs no model pass.
 QUERY_CACHE_ENTRIES = 1024
+# Threads that run queries through the model and the graph beside the searches that asked (VectorCache.start).
+ASKING_THREADS = 4
 # Vectors kept in memory across a process's scope indexes (384 float32 each: 1.5 KB, so about 300 MB);
 # past it the least recently searched scopes are dropped and built again when asked.
 CACHED_VECTORS = 200_000
@@ -146,6 +151,7 @@ class VectorCache:
         self._scope_locks: dict[Scope, threading.Lock] = {}
         self._texts: OrderedDict[tuple[Scope, bytes], Matrix] = OrderedDict()
         self._queries: OrderedDict[tuple[Scope, bytes], Matrix] = OrderedDict()
+        self._asking: ThreadPoolExecutor | None = None
 
     @property
     def model(self) -> SemanticModel:
@@ -282,6 +288,48 @@ class VectorCache:
                 oldest = next(iter(self._scopes))
             total -= self._scopes.pop(oldest).capacity
 
+    def start(
+        self,
+        tx: StoreTx,
+        scope: Scope,
+        generation: int,
+        payload_of: PayloadOf,
+        query: str,
+        *,
+        valid_at_ms: int,
+        limit: int,
+    ) -> Started:
+        """The first half of `search`: the scope's index caught up to the snapshot (`tx` at `generation`),
+        then the model reading the query and the base's graph searched for it on a thread of the cache's
+        own, while the caller reads its lexical channel (the model, faiss and SQLite all let go of the
+        interpreter: the two halves take one's time on two cores). The model reads the query only when a
+        record is eligible, and outside the scope's lock."""
+        with self._scope_lock(scope):
+            index, fresh = self._catch_up(tx, scope, generation, payload_of)
+            eligible = index.eligible(generation, valid_at_ms)
+            request = index.graph_request(generation, valid_at_ms, limit) if eligible else None
+        started = Started(scope, generation, valid_at_ms, limit, index, eligible, fresh)
+        if eligible:
+            started.answering = self._helpers().submit(self._ask, scope, query, request)
+        return started
+
+    def finish(self, tx: StoreTx, started: Started, payload_of: PayloadOf) -> SemanticAnswer:
+        """The second half: the `limit` records nearest the query as of the snapshot, best first."""
+        fresh = list(started.fresh)
+        if started.answering is None:
+            return SemanticAnswer(0, [], tuple(fresh))
+        vector, proposals = started.answering.result()
+        scope, generation = started.scope, started.generation
+        with self._scope_lock(scope):
+            index = started.index
+            if index is not self._scopes.get(scope) or not index.serves(tx, scope, generation):
+                index, more = self._catch_up(tx, scope, generation, payload_of)
+                fresh.extend(more)
+            nearest = index.nearest(
+                vector, generation=generation, valid_at_ms=started.valid_at_ms, limit=started.limit, proposals=proposals
+            )
+        return SemanticAnswer(started.eligible, nearest, tuple(fresh))
+
     def search(
         self,
         tx: StoreTx,
@@ -293,22 +341,33 @@ class VectorCache:
         valid_at_ms: int,
         limit: int,
     ) -> SemanticAnswer:
-        """The `limit` records of the scope nearest the query as of the snapshot (`tx` at `generation`),
-        catching the scope's index up first. The model reads the query only when a record is eligible,
-        and outside the scope's lock."""
-        lock = self._scope_lock(scope)
-        with lock:
-            index, fresh = self._catch_up(tx, scope, generation, payload_of)
-            eligible = index.eligible(generation, valid_at_ms)
-        if not eligible:
-            return SemanticAnswer(0, [], tuple(fresh))
+        """`start` and `finish` with nothing between them."""
+        started = self.start(tx, scope, generation, payload_of, query, valid_at_ms=valid_at_ms, limit=limit)
+        return self.finish(tx, started, payload_of)
+
+    def _ask(self, scope: Scope, query: str, request: GraphRequest | None) -> tuple[Matrix, Proposals | None]:
         vector = self.query_vector(scope, query)
-        with lock:
-            if index is not self._scopes.get(scope) or not index.serves(tx, scope, generation):
-                index, more = self._catch_up(tx, scope, generation, payload_of)
-                fresh.extend(more)
-            nearest = index.nearest(vector, generation=generation, valid_at_ms=valid_at_ms, limit=limit)
-        return SemanticAnswer(eligible, nearest, tuple(fresh))
+        return vector, None if request is None else request.propose(vector)
+
+    def _helpers(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._asking is None:
+                self._asking = ThreadPoolExecutor(max_workers=ASKING_THREADS, thread_name_prefix="engram-query")
+            return self._asking
+
+
+@dataclass(slots=True)
+class Started:
+    """A search's semantic half between `start` and `finish`."""
+
+    scope: Scope
+    generation: int
+    valid_at_ms: int
+    limit: int
+    index: ScopeIndex
+    eligible: int
+    fresh: list[Embedded]
+    answering: Future[tuple[Matrix, Proposals | None]] | None = None
 
 
 def _replaces(base: Base | None, index: ScopeIndex) -> bool:

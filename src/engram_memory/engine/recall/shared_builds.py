@@ -4,8 +4,9 @@ off the search path.
 A process asks for a new base when a scope it searched has SHARED_FROM live rows or more and either has
 no base or has changed by MERGE_SHARE of it since; the rows are copied under the scope's lock (the
 index's own, current at its stamp), and written by a worker thread (the graph by a child process of its
-own: graph_build.py), so searches go on with exact scoring meanwhile. An advisory lock on a file of the scope's folder keeps two processes from
-writing the same scope at once; the loser simply finds the winner's generation at its next search.
+own: graph_build.py), so searches go on with exact scoring meanwhile. An advisory lock on a file of the
+scope's folder keeps two processes from writing the same scope at once; the loser simply finds the
+winner's generation at its next search.
 """
 
 from __future__ import annotations

@@ -65,6 +65,32 @@ class Neighbour:
     subject: str
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class GraphRequest:
+    """What one snapshot asks a base's graph (read under the scope's lock), answerable on any thread:
+    the base's files are read-only but for erased rows, and `held` is this snapshot's own array."""
+
+    base: Base
+    version: int  # the index's, when asked: proposals are used only while it has not changed
+    snapshot: tuple[int, int]  # (generation, valid time)
+    held: npt.NDArray[np.bool_]
+    k: int
+
+    def asks_as(self, other: GraphRequest) -> bool:
+        return (self.base, self.version, self.snapshot, self.k) == (other.base, other.version, other.snapshot, other.k)
+
+    def propose(self, query: Matrix) -> Proposals:
+        return Proposals(self, self.base.nearest_rows(query, self.held, self.k) if self.k > 0 else [])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Proposals:
+    """The graph's rows for a request, found before the index was locked again."""
+
+    request: GraphRequest
+    rows: list[int]
+
+
 def _opt(value: int | None) -> int:
     return _OPEN if value is None else value
 
@@ -226,15 +252,33 @@ class ScopeIndex:
             count += int(np.count_nonzero(self._base_held(generation, valid_at_ms)))
         return count
 
-    def nearest(self, query: Matrix, *, generation: int, valid_at_ms: int, limit: int) -> list[Neighbour]:
+    def graph_request(self, generation: int, valid_at_ms: int, limit: int) -> GraphRequest | None:
+        """What `nearest` would ask the base's graph for this snapshot (None without a base), for the
+        graph to be searched off the scope's lock while the caller does other work."""
+        if self.base is None:
+            return None
+        held = self._base_held(generation, valid_at_ms)
+        k = min(limit, int(np.count_nonzero(held)))
+        return GraphRequest(self.base, self._version, (generation, valid_at_ms), held, k)
+
+    def nearest(
+        self,
+        query: Matrix,
+        *,
+        generation: int,
+        valid_at_ms: int,
+        limit: int,
+        proposals: Proposals | None = None,
+    ) -> list[Neighbour]:
         """The `limit` records eligible at the snapshot's generation and valid time closest to the query,
         best first, ties by id; cosines rounded so float noise below 1e-6 cannot reorder two records
         between identical searches. Every row is scored in place (a slice, no copy of the matrix); only
         the rows that can reach the first `limit` once rounded are rounded and sorted. With a base, its
-        graph proposes its best rows, scored the same way from the base's float32 vectors."""
+        graph proposes its best rows, scored the same way from the base's float32 vectors; `proposals`
+        found for this very request (same base, snapshot and index state) stand in for asking again."""
         found = self._exact(query, generation, valid_at_ms, limit)
         if self.base is not None:
-            found.extend(self._from_base(query, generation, valid_at_ms, limit))
+            found.extend(self._from_base(query, generation, valid_at_ms, limit, proposals))
         found.sort(key=lambda f: (-f[0], f[1]))
         return [
             Neighbour(record_id, score, valid_from, subject) for score, record_id, valid_from, subject in found[:limit]
@@ -261,11 +305,16 @@ class ScopeIndex:
             for score, row in zip(rounded, rows, strict=True)
         ]
 
-    def _from_base(self, query: Matrix, generation: int, valid_at_ms: int, limit: int) -> list[_Found]:
-        base = self.base
-        assert base is not None
-        held = self._base_held(generation, valid_at_ms)
-        proposed = base.nearest_rows(query, held, min(limit, int(np.count_nonzero(held))))
+    def _from_base(
+        self, query: Matrix, generation: int, valid_at_ms: int, limit: int, proposals: Proposals | None
+    ) -> list[_Found]:
+        request = self.graph_request(generation, valid_at_ms, limit)
+        assert request is not None
+        base = request.base
+        if proposals is not None and proposals.request.asks_as(request):
+            proposed = proposals.rows
+        else:
+            proposed = request.propose(query).rows
         rows = np.asarray(sorted(proposed), dtype=np.intp)
         if rows.size == 0:
             return []
