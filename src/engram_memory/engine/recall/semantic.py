@@ -24,7 +24,7 @@ import numpy as np
 from engram_memory.engine.ports.store import Scope, StoreTx
 from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel
 from engram_memory.engine.recall.shared_builds import SharedBases
-from engram_memory.engine.recall.shared_index import Base
+from engram_memory.engine.recall.shared_index import Base, Stamp
 from engram_memory.engine.recall.text import subject, tokenize
 from engram_memory.engine.recall.vector_index import (
     CatchUp,
@@ -308,7 +308,7 @@ class VectorCache:
             index, fresh = self._catch_up(tx, scope, generation, payload_of)
             eligible = index.eligible(generation, valid_at_ms)
             request = index.graph_request(generation, valid_at_ms, limit) if eligible else None
-        started = Started(scope, generation, valid_at_ms, limit, index, eligible, fresh)
+        started = Started(scope, generation, valid_at_ms, limit, index, index.state, eligible, fresh)
         if eligible:
             started.answering = self._helpers().submit(self._ask, scope, query, request)
         return started
@@ -322,7 +322,8 @@ class VectorCache:
         scope, generation = started.scope, started.generation
         with self._scope_lock(scope):
             index = started.index
-            if index is not self._scopes.get(scope) or not index.serves(tx, scope, generation):
+            replaced = index is not self._scopes.get(scope)
+            if replaced or (index.state != started.state and not index.serves(tx, scope, generation)):
                 index, more = self._catch_up(tx, scope, generation, payload_of)
                 fresh.extend(more)
             nearest = index.nearest(
@@ -365,6 +366,7 @@ class Started:
     valid_at_ms: int
     limit: int
     index: ScopeIndex
+    state: tuple[int, Stamp, Base | None]  # the index's when started: unchanged, it still serves the snapshot
     eligible: int
     fresh: list[Embedded]
     answering: Future[tuple[Matrix, Proposals | None]] | None = None

@@ -127,6 +127,11 @@ class ScopeIndex:
         cursor = next(reversed(self._stamps))
         return Stamp(cursor, self._stamps[cursor])
 
+    @property
+    def state(self) -> tuple[int, Stamp, Base | None]:
+        """What moves whenever the index changes at all: where it is equal, so is every answer it gives."""
+        return (self._version, self.stamp, self.base)
+
     def __len__(self) -> int:
         return len(self._row_of) + self._base_live
 
