@@ -22,6 +22,8 @@ stdio) first quiet, then while W other `serve --http` processes capture and admi
 the searched workspace, with each serve process's PSS. With `--channels hybrid` a workspace of 50,000 memories
 or more gets its shared vector files after the import (`shared vector files written in … s`), and
 `graph_pool_recall` / `graph_top10_recall` say how much of exact search's semantic pool the graph's holds.
+`--home DIR` keeps the store: a later run with the same options measures it again without importing
+(`--import-only` stops after the import); the measurements' own writes stay in it.
 Results: docs/benchmarks.md.
 """
 
