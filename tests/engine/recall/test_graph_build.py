@@ -107,7 +107,7 @@ def test_a_server_stopped_during_a_build_exits_cleanly_and_its_builder_stops(tmp
     base = BaseFiles(folder).open(SCOPE, VECTOR_ID, 384)
     assert base is not None and base.rows == 500
     held = np.ones(500, dtype=bool)
-    assert len(base.nearest_rows(np.asarray(base.vectors[17]), held, 10)) == 10
+    assert len(base.nearest_rows(base.vectors_of([17])[0], held, 10)) == 10
 
 
 def test_graph_proposals_found_off_the_lock_are_used_only_for_the_state_they_were_asked_for(tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ def test_graph_proposals_found_off_the_lock_are_used_only_for_the_state_they_wer
     base = files.open(SCOPE, VECTOR_ID, 384)
     assert base is not None
     index = ScopeIndex(384, base.stamp, base)
-    query = np.asarray(base.vectors[42])
+    query = base.vectors_of([42])[0]
     generation, now = base.stamp.cursor + 1, 1_000
     request = index.graph_request(generation, now, 10)
     assert request is not None

@@ -145,7 +145,7 @@ def test_a_forgotten_record_is_never_returned_and_its_vector_leaves_the_files(si
         base = site.files().open(site.scope, vector_id, one.deps.semantic.dimension)
         assert base is not None
         row = base.row_of(car)
-        assert row is not None and not np.any(base.vectors[row])
+        assert row is not None and not np.any(base.vectors_of([row]))
         faiss: Any = importlib.import_module("faiss")  # untyped: its stubs lack these SWIG classes
         graph = faiss.read_index(str(base.folder / "graph.faiss"))  # read whole, as a new process would
         storage = faiss.downcast_index(graph.storage)

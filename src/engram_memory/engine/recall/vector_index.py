@@ -323,7 +323,7 @@ class ScopeIndex:
         rows = np.asarray(sorted(proposed), dtype=np.intp)
         if rows.size == 0:
             return []
-        rounded = np.round((base.vectors[rows] @ query).astype(np.float64), 6)  # as _exact scores its rows
+        rounded = np.round((base.vectors_of(rows) @ query).astype(np.float64), 6)  # as _exact scores its rows
         return [
             (float(score), base.record_id(int(row)), int(base.valid_from[row]), base.subject(int(row)))
             for score, row in zip(rounded, rows, strict=True)
@@ -342,7 +342,7 @@ class ScopeIndex:
         if base is not None:
             kept = np.flatnonzero(self._base_left == _OPEN)
             ids.extend(bytes(base.ids[row]) for row in kept)
-            vectors.append(np.asarray(base.vectors[kept]))
+            vectors.append(base.copied_vectors(kept))
             subjects.extend(base.subject(int(row)) for row in kept)
             columns = [
                 np.concatenate([mine, np.asarray(theirs[kept])])
