@@ -93,6 +93,9 @@ class AgentCall:
 # The tools whose calls may share a commit when they arrive together: the write path an agent repeats
 # most, and the one the host import already runs as one transaction.
 GROUPED_TOOLS = frozenset({Tool.CAPTURE.value, Tool.REQUEST_ADMISSION.value})
+# Records an import lets wait for their vectors before its next batch: the model, not the store, sets an
+# import's pace, and what waits holds its payload in memory.
+IMPORT_BACKLOG = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +281,8 @@ class Engine(HostFront):
         """
         outcomes: list[ImportOutcome] = []
         store, vault = self.deps.store, self.deps.vault
+        if self.deps.indexer is not None:
+            self.deps.indexer.wait_below(IMPORT_BACKLOG)
         # One transaction, one policy: every item is decided under the policy in force when it began
         # (unreadable, each call reports it as its own envelope would); vectors follow on the indexer.
         engine = self._pinned(embed_ahead=False)
