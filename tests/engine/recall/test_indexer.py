@@ -15,8 +15,8 @@ import pytest
 
 from engram_memory.embeddings.loader import load_model
 from engram_memory.engine.ports.store import Scope
-from engram_memory.engine.recall.indexer import VectorIndexer
-from engram_memory.engine.recall.semantic import VectorCache
+from engram_memory.engine.recall.indexer import WRITE_CHUNK, VectorIndexer
+from engram_memory.engine.recall.semantic import Embedded, VectorCache
 from engram_memory.host.compose import open_store
 from tests.support.homes import make_home
 from tests.support.payloads import capture_args
@@ -65,5 +65,40 @@ def test_waiting_below_a_backlog_returns_only_once_the_model_has_taken_it_inject
         assert indexer.depth == 0
     finally:
         gate.set()
+        indexer.close()
+        store.close()
+
+
+class _CountingWrites:
+    """A real store whose write transactions are counted (how the indexer splits its writes)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.writes = 0
+
+    def write(self, *args: Any, **kwargs: Any) -> Any:
+        self.writes += 1
+        return self._store.write(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_backlog_s_vectors_are_written_in_short_transactions(tmp_path: Path) -> None:
+    """A backlog's vectors are written WRITE_CHUNK to a transaction, so no write holds the scope's lock
+    for long (an import's next batch, and agents' admissions, wait for it)."""
+    model = load_model()
+    assert model is not None
+    store = open_store(make_home(tmp_path / "home"))
+    counting = _CountingWrites(store)
+    indexer = VectorIndexer(counting, VectorCache(model))  # type: ignore[arg-type]
+    try:
+        count = WRITE_CHUNK * 2 + 7
+        vector = model.query_vector("a note")
+        embedded = [Embedded(f"mem_{n:026d}", model.vector_id, vector, "") for n in range(count)]
+        indexer.write(SCOPE, embedded)
+        indexer.settle()
+        assert counting.writes == 3
+    finally:
         indexer.close()
         store.close()

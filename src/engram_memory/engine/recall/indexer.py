@@ -34,6 +34,10 @@ logger = logging.getLogger(__name__)
 # (5,000 memories, multilingual-e5-small, two cores, docs/benchmarks.md).
 MODEL_THREADS = 2
 PARALLEL_FROM = 64
+# Vectors written per transaction: each holds its scopes' write locks, which an import's next batch and
+# agents' admissions wait for (on PostgreSQL at most lock_timeout: 25,000 vectors in one transaction
+# outlasted it and failed a benchmark import's batch).
+WRITE_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +66,13 @@ class VectorIndexer:
 
     def write(self, scope: Scope, embedded: Sequence[Embedded]) -> None:
         """Queues vectors a search computed itself, to be kept for the next one."""
-        for item in embedded:
-            self._put(_Job(scope, item.record_id, None, item))
+        self._put(*(_Job(scope, item.record_id, None, item) for item in embedded))
 
-    def _put(self, job: _Job) -> None:
+    def _put(self, *jobs: _Job) -> None:
         with self._changed:
             if self._closed:
                 return
-            self._jobs.append(job)
+            self._jobs.extend(jobs)
             self._changed.notify_all()
 
     @property
@@ -127,11 +130,11 @@ class VectorIndexer:
     def _index(self, jobs: list[_Job]) -> None:
         embedded = self._pool.map(self._embedded, jobs) if len(jobs) >= PARALLEL_FROM else map(self._embedded, jobs)
         ready = [item for item in embedded if item is not None]
-        if not ready:
-            return
-        try:
-            with self._store.write(synced=False, scopes={scope for scope, _ in ready}) as tx:
-                for scope, item in ready:
-                    tx.put_vector(scope, item.record_id, item.vector_id, to_bytes(item.vector), item.subject)
-        except Exception as exc:  # a background thread: nothing to return an error to
-            logger.error("vectors could not be written (%s); a search will embed them again", type(exc).__name__)
+        for start in range(0, len(ready), WRITE_CHUNK):
+            chunk = ready[start : start + WRITE_CHUNK]
+            try:
+                with self._store.write(synced=False, scopes={scope for scope, _ in chunk}) as tx:
+                    for scope, item in chunk:
+                        tx.put_vector(scope, item.record_id, item.vector_id, to_bytes(item.vector), item.subject)
+            except Exception as exc:  # a background thread: nothing to return an error to
+                logger.error("vectors could not be written (%s); a search will embed them again", type(exc).__name__)
