@@ -332,7 +332,8 @@ def graph_recall(paths: HostPaths, corpus: Corpus, stored: Stored) -> dict[str, 
             now = int(time.time() * 1000)
 
             def pool(cache: VectorCache, query: str) -> list[str]:
-                answer = cache.search(tx, scope, generation, lambda _: {}, query, valid_at_ms=now, limit=SEMANTIC_POOL)
+                started = cache.start(tx, scope, generation, lambda _: {}, query, valid_at_ms=now, limit=SEMANTIC_POOL)
+                answer = cache.finish(tx, started, lambda _: {})
                 return [n.record_id for n in answer.nearest]
 
             for query in queries:

@@ -299,7 +299,7 @@ class VectorCache:
         valid_at_ms: int,
         limit: int,
     ) -> Started:
-        """The first half of `search`: the scope's index caught up to the snapshot (`tx` at `generation`),
+        """The first half of a search: the scope's index caught up to the snapshot (`tx` at `generation`),
         then the model reading the query and the base's graph searched for it on a thread of the cache's
         own, while the caller reads its lexical channel (the model, faiss and SQLite all let go of the
         interpreter: the two halves take one's time on two cores). The model reads the query only when a
@@ -330,21 +330,6 @@ class VectorCache:
                 vector, generation=generation, valid_at_ms=started.valid_at_ms, limit=started.limit, proposals=proposals
             )
         return SemanticAnswer(started.eligible, nearest, tuple(fresh))
-
-    def search(
-        self,
-        tx: StoreTx,
-        scope: Scope,
-        generation: int,
-        payload_of: PayloadOf,
-        query: str,
-        *,
-        valid_at_ms: int,
-        limit: int,
-    ) -> SemanticAnswer:
-        """`start` and `finish` with nothing between them."""
-        started = self.start(tx, scope, generation, payload_of, query, valid_at_ms=valid_at_ms, limit=limit)
-        return self.finish(tx, started, payload_of)
 
     def _ask(self, scope: Scope, query: str, request: GraphRequest | None) -> tuple[Matrix, Proposals | None]:
         vector = self.query_vector(scope, query)
