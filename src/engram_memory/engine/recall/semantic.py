@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.recall.graph_requests import GraphRequest, Proposals
 from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel
 from engram_memory.engine.recall.shared_builds import SharedBases
 from engram_memory.engine.recall.shared_index import Base, Stamp
@@ -29,9 +30,7 @@ from engram_memory.engine.recall.text import subject, tokenize
 from engram_memory.engine.recall.vector_index import (
     CatchUp,
     Embedded,
-    GraphRequest,
     Neighbour,
-    Proposals,
     ScopeIndex,
     build,
     catch_up,

@@ -27,6 +27,7 @@ import numpy.typing as npt
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.ports.store import RecordChange, Scope, StoreTx
+from engram_memory.engine.recall.graph_requests import GraphRequest, Proposals
 from engram_memory.engine.recall.semantic_models import Matrix
 from engram_memory.engine.recall.shared_index import ID_WIDTH, Base, Rows, Stamp
 
@@ -63,32 +64,6 @@ class Neighbour:
     score: float  # the cosine, rounded to 6 decimals
     valid_from_ms: int
     subject: str
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class GraphRequest:
-    """What one snapshot asks a base's graph (read under the scope's lock), answerable on any thread:
-    the base's files are read-only but for erased rows, and `held` is this snapshot's own array."""
-
-    base: Base
-    version: int  # the index's, when asked: proposals are used only while it has not changed
-    snapshot: tuple[int, int]  # (generation, valid time)
-    held: npt.NDArray[np.bool_]
-    k: int
-
-    def asks_as(self, other: GraphRequest) -> bool:
-        return (self.base, self.version, self.snapshot, self.k) == (other.base, other.version, other.snapshot, other.k)
-
-    def propose(self, query: Matrix) -> Proposals:
-        return Proposals(self, self.base.nearest_rows(query, self.held, self.k) if self.k > 0 else [])
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Proposals:
-    """The graph's rows for a request, found before the index was locked again."""
-
-    request: GraphRequest
-    rows: list[int]
 
 
 def _opt(value: int | None) -> int:
