@@ -4,7 +4,8 @@ One agent searches the workspace, first while nothing else happens (quiet), then
 `serve --http` processes capture and admit `rate` pairs a second in all into the same workspace (busy),
 each writer pacing its pairs evenly with the lean client of raw_mcp.py. The searches run twice: in this
 process (an engine of its own on the store, as a host would have) and over MCP stdio through the SDK's
-client and a real `engram-memory serve` (what an agent's client runs). Reported: p50/p95 quiet and
+client and a real `engram-memory serve` (what an agent's client runs), each after 50 untimed searches;
+a quiet phase starts once every record written before it has its vector. Reported: p50/p95 quiet and
 busy, their p95 ratio, the pairs actually written, and the proportional set size (PSS: shared pages
 divided among the processes sharing them) of each `serve` process after it answered, read from
 /proc/PID/smaps_rollup.
@@ -44,6 +45,7 @@ class LiveLoad:
     writers: int
     rate: float  # capture+admission pairs a second, all writers together
     semantic: bool
+    settled: Callable[[], float]  # waits until the serve processes have embedded what was written
 
 
 def pss_mb(pid: int) -> float | None:
@@ -78,6 +80,7 @@ def _children_serving_stdio(home: Path) -> list[int]:
 
 # The writers' servers load their model and catch their index up before the busy phase is timed.
 WARM_UP_S = 5.0
+WARM_UP_QUERIES = 50
 # Captures prepared for one busy phase: the writers stop early when a phase runs longer than this.
 MAX_PHASE_S = 600
 
@@ -118,6 +121,8 @@ def _in_process(paths: HostPaths, load: LiveLoad) -> Callable[[list[str]], list[
     def searches(queries: list[str]) -> list[float]:
         with open_engine(paths, semantic=load.semantic) as engine:
             binding = bench_binding(paths, tenant=load.tenant, workspace=load.workspace, purpose=load.purpose)
+            for query in load.queries[:WARM_UP_QUERIES]:  # the model, the index, the caches (as over stdio)
+                value_of(engine, binding, "engram_memory_search", {"query": query, "purpose_ref": load.purpose})
             timings = []
             for query in queries:
                 arguments = {"query": query, "purpose_ref": load.purpose, "limit": 10}
@@ -160,7 +165,8 @@ def _over_stdio(
                     timings.append((time.perf_counter() - started) * 1000)
                 return timings
 
-            await searches(load.queries[: min(50, len(load.queries))])
+            await searches(load.queries[:WARM_UP_QUERIES])
+            await anyio.to_thread.run_sync(load.settled)
             found["quiet"] = await searches(load.queries)
             with writing():
                 await anyio.sleep(WARM_UP_S)
@@ -204,6 +210,7 @@ def measure(paths: HostPaths, load: LiveLoad) -> dict[str, Any]:
             written.append(_Writers(servers.urls, token, load, Path(folder), str(len(written))))
             return written[-1]
 
+        load.settled()
         quiet_local = local(load.queries)
         with writing():
             time.sleep(WARM_UP_S)

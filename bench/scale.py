@@ -199,6 +199,35 @@ def floor_query(paths: HostPaths) -> Iterator[Callable[[Scope, str], int]]:
         connection.close()
 
 
+SETTLE_TIMEOUT_S = 900.0
+
+
+def vectors_settled(paths: HostPaths, scope: Scope, semantic: bool) -> float:
+    """Waits until every current record of the scope has its vector: the serve processes that wrote have
+    embedded what they wrote, so a quiet phase measures searches with nothing else running. The seconds
+    waited."""
+    if not semantic:
+        return 0.0
+    from engram_memory.embeddings.loader import load_model
+    from engram_memory.host.compose import open_store
+
+    model = load_model()
+    if model is None:
+        return 0.0
+    started = time.monotonic()
+    store = open_store(paths)
+    try:
+        while True:
+            with store.read() as tx:
+                if not tx.records_without_vector(scope, (model.vector_id,)):
+                    return time.monotonic() - started
+            if time.monotonic() - started > SETTLE_TIMEOUT_S:
+                raise SystemExit(f"{scope.workspace}: records still without vectors after {SETTLE_TIMEOUT_S:.0f} s")
+            time.sleep(0.5)
+    finally:
+        store.close()
+
+
 def db_mb(paths: HostPaths) -> float:
     settings = store_settings(paths)
     if settings.is_postgres:
@@ -385,7 +414,7 @@ def over_stdio(
     Writes are measured as one agent making one call at a time (the latency of a pair), then as the
     session's throughput with 1, 4, 8, 16 and `in_flight` pairs outstanding at once, as an agent's
     parallel tool calls or a host's several agents send them (the server groups what queues up into
-    one commit).
+    one commit). Searches are timed once the server has embedded those writes (vectors_settled).
     """
     from mcp import Client, StdioServerParameters
 
@@ -439,6 +468,7 @@ def over_stdio(
                         group.start_soon(agent, first)
                 throughput[width] = ops / (time.perf_counter() - started)
 
+            await anyio.to_thread.run_sync(vectors_settled, paths, Scope(TENANT, name), semantic)
             for _ in range(min(50, ops)):
                 await call("engram_memory_search", {"query": corpus.query(pick.choice(notes)), "purpose_ref": PURPOSE})
             for _ in range(ops):
@@ -514,6 +544,7 @@ def live_figures(
         writers=options.writers,
         rate=options.write_rate,
         semantic=semantic,
+        settled=lambda: vectors_settled(paths, Scope(TENANT, name), semantic),
     )
     return measure(paths, load)
 

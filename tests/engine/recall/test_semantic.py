@@ -269,3 +269,11 @@ def test_a_host_import_s_records_get_their_vectors_from_the_indexer(
     ids = agent.remember_many(["The car needs new tyres before winter.", "Prune the roses in early spring."])
     served.deps.indexer.settle()  # type: ignore[union-attr]
     assert sorted(record for record, _ in _vector_models(paths)) == sorted(ids)
+
+
+def test_an_engine_with_the_channel_keeps_numpy_s_blas_on_one_thread(served: Engine) -> None:
+    """Spinning BLAS workers took the core a search's lexical half ran on (semantic.sequential_blas)."""
+    from threadpoolctl import threadpool_info
+
+    numpy_blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas" and "numpy" in pool["filepath"]]
+    assert numpy_blas and all(pool["num_threads"] == 1 for pool in numpy_blas)
