@@ -20,6 +20,7 @@ from engram_memory.contract.errors import ErrorCode
 from engram_memory.engine.ports.rows import AuditRow, Scope
 from engram_memory.stores.sql.connection import StatementTracer
 from engram_memory.stores.sqlite import postings
+from engram_memory.stores.sqlite.audit_spool import AuditSpool
 from engram_memory.stores.sqlite.faults import SQLITE
 from engram_memory.stores.sqlite.migrate import migrate
 from engram_memory.stores.sqlite.queries import SQLiteTx
@@ -70,6 +71,8 @@ class SQLiteStore:
         self._batching = False
         self._pending = postings.PendingPostings()
         self._batch_torn = False
+        # No other connection can hold an in-memory store's write lock.
+        self._spool = None if path == IN_MEMORY else AuditSpool(path, self._busy_timeout_ms)
         with SQLITE.translated():
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
@@ -111,8 +114,9 @@ class SQLiteStore:
     def _commit(self) -> None:
         self._db.execute("COMMIT")
 
-    def _begin_immediate(self) -> None:
-        """BEGIN IMMEDIATE, tried again every few tenths of a millisecond while another process writes.
+    def _begin_immediate(self, *, wait: bool = True) -> None:
+        """BEGIN IMMEDIATE, tried again every few tenths of a millisecond while another process writes
+        (or, with `wait` false, tried once: _WriteLockTaken when another connection holds the lock).
 
         SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25… ms between tries, so a write that finds
         another process's transaction (a few ms with its sync) waited out the next step of that ladder:
@@ -129,6 +133,8 @@ class SQLiteStore:
                     self._db.execute("BEGIN IMMEDIATE")
                     return
                 except sqlite3.OperationalError as error:
+                    if error.sqlite_errorcode == sqlite3.SQLITE_BUSY and not wait:
+                        raise _WriteLockTaken from None
                     if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
                         raise
                 time.sleep(pause)
@@ -137,11 +143,11 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[SQLiteTx]:
+    def _transaction(self, begin: str, *, wait: bool = True) -> Iterator[SQLiteTx]:
         """Begins; a failure inside rolls back, and a driver error becomes STORE_UNAVAILABLE."""
         with SQLITE.translated():  # BEGIN IMMEDIATE that waited out the busy timeout: STORE_UNAVAILABLE, busy
             if begin == "BEGIN IMMEDIATE":
-                self._begin_immediate()
+                self._begin_immediate(wait=wait)
             else:
                 self._db.execute(begin)
         try:
@@ -154,6 +160,11 @@ class SQLiteStore:
     @contextmanager
     def write(self, *, synced: bool = True, scopes: Collection[Scope] | None = None) -> Iterator[SQLiteTx]:
         """Every writer of the file queues on BEGIN IMMEDIATE, whatever its `scopes`."""
+        with self._writing(synced=synced) as tx:
+            yield tx
+
+    @contextmanager
+    def _writing(self, *, synced: bool, wait: bool = True) -> Iterator[SQLiteTx]:
         with self._lock:
             if self._batching:
                 with self._savepoint() as tx:
@@ -162,7 +173,7 @@ class SQLiteStore:
             if not synced:
                 self._synchronous("NORMAL")
             try:
-                with self._transaction("BEGIN IMMEDIATE") as tx:
+                with self._transaction("BEGIN IMMEDIATE", wait=wait) as tx:
                     yield tx
                 # The COMMIT may have reached the disk before it failed: the outcome is unknown.
                 with SQLITE.translated(ErrorCode.MUTATION_OUTCOME_UNKNOWN, undo=self._rollback, failed="commit failed"):
@@ -184,8 +195,20 @@ class SQLiteStore:
                 finally:
                     self._batch_torn = self._batch_torn or not self._db.in_transaction
                 return
-            with self.write(synced=False, scopes=()) as tx:
-                tx.append_audit(row)
+            if self._spool is None:
+                with self.write(synced=False, scopes=()) as tx:
+                    tx.append_audit(row)
+                return
+            try:
+                with self._writing(synced=False, wait=False) as tx:
+                    tx.append_audit(row)
+            except _WriteLockTaken:
+                self._spool.put(row)  # another process writes: the row must not wait for it (audit_spool.py)
+
+    def drain_audit(self) -> None:
+        """Waits until the audit rows handed to the spool so far are written."""
+        if self._spool is not None:
+            self._spool.drain()
 
     def expect_idempotency(self, scope: Scope, principal: str, keys: Sequence[str]) -> None:
         """Nothing to gain: a lookup is a local B-tree read, not a round trip."""
@@ -334,10 +357,16 @@ class SQLiteStore:
             return _rollback_journal_image(self._db.serialize())
 
     def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
         with self._lock:
             if self._erasure_pending:
                 self.erase_physically()
             self._db.close()
+
+
+class _WriteLockTaken(Exception):
+    """Another connection holds the file's write lock, and the caller would rather not wait for it."""
 
 
 def _rollback_journal_image(image: bytes) -> bytes:
