@@ -324,15 +324,18 @@ class VectorCache:
             request = index.graph_request(generation, valid_at_ms, limit) if eligible else None
         started = Started(scope, generation, valid_at_ms, limit, index, index.state, eligible, fresh)
         if eligible:
-            started.answering = self._helpers().submit(self._ask, scope, query, request)
+            started.vector = Future()
+            started.answering = self._helpers().submit(self._ask, scope, query, request, started.vector)
         return started
 
     def finish(self, tx: StoreTx, started: Started, payload_of: PayloadOf) -> SemanticAnswer:
         """The second half: the `limit` records nearest the query as of the snapshot, best first."""
         fresh = list(started.fresh)
-        if started.answering is None:
+        if started.answering is None or started.vector is None:
             return SemanticAnswer(0, [], tuple(fresh))
-        vector, proposals = started.answering.result()
+        # The query's vector comes before the graph's proposals: the rows outside the base are scored
+        # while the helper still walks the graph, and its proposals are waited for only then.
+        vector = started.vector.result()
         scope, generation = started.scope, started.generation
         with self._scope_lock(scope):
             index = started.index
@@ -341,13 +344,22 @@ class VectorCache:
                 index, more = self._catch_up(tx, scope, generation, payload_of)
                 fresh.extend(more)
             nearest = index.nearest(
-                vector, generation=generation, valid_at_ms=started.valid_at_ms, limit=started.limit, proposals=proposals
+                vector,
+                generation=generation,
+                valid_at_ms=started.valid_at_ms,
+                limit=started.limit,
+                proposals=started.answering.result,
             )
         return SemanticAnswer(started.eligible, nearest, tuple(fresh))
 
-    def _ask(self, scope: Scope, query: str, request: GraphRequest | None) -> tuple[Matrix, Proposals | None]:
-        vector = self.query_vector(scope, query)
-        return vector, None if request is None else request.propose(vector)
+    def _ask(self, scope: Scope, query: str, request: GraphRequest | None, vector: Future[Matrix]) -> Proposals | None:
+        try:
+            found = self.query_vector(scope, query)
+        except BaseException as error:
+            vector.set_exception(error)
+            raise
+        vector.set_result(found)
+        return None if request is None else request.propose(found)
 
     def _helpers(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -368,7 +380,8 @@ class Started:
     state: tuple[int, Stamp, Base | None]  # the index's when started: unchanged, it still serves the snapshot
     eligible: int
     fresh: list[Embedded]
-    answering: Future[tuple[Matrix, Proposals | None]] | None = None
+    vector: Future[Matrix] | None = None  # the query's, set by the helper before it asks the graph
+    answering: Future[Proposals | None] | None = None
 
 
 def _replaces(base: Base | None, index: ScopeIndex) -> bool:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.ports.store import RecordChange, Scope, StoreTx
-from engram_memory.engine.recall.graph_requests import GraphRequest, Proposals
+from engram_memory.engine.recall.graph_requests import GraphRequest, ProposalsWhenDone
 from engram_memory.engine.recall.semantic_models import Matrix
 from engram_memory.engine.recall.shared_index import ID_WIDTH, Base, Rows, Stamp
 
@@ -248,14 +248,15 @@ class ScopeIndex:
         generation: int,
         valid_at_ms: int,
         limit: int,
-        proposals: Proposals | None = None,
+        proposals: ProposalsWhenDone | None = None,
     ) -> list[Neighbour]:
         """The `limit` records eligible at the snapshot's generation and valid time closest to the query,
         best first, ties by id; cosines rounded so float noise below 1e-6 cannot reorder two records
         between identical searches. Every row is scored in place (a slice, no copy of the matrix); only
         the rows that can reach the first `limit` once rounded are rounded and sorted. With a base, its
         graph proposes its best rows, scored the same way from the base's float32 vectors; `proposals`
-        found for this very request (same base, snapshot and index state) stand in for asking again."""
+        (called once the rows outside the base are scored: they may still be on their way) found for
+        this very request (same base, snapshot and index state) stand in for asking again."""
         found = self._exact(query, generation, valid_at_ms, limit)
         if self.base is not None:
             found.extend(self._from_base(query, generation, valid_at_ms, limit, proposals))
@@ -286,15 +287,14 @@ class ScopeIndex:
         ]
 
     def _from_base(
-        self, query: Matrix, generation: int, valid_at_ms: int, limit: int, proposals: Proposals | None
+        self, query: Matrix, generation: int, valid_at_ms: int, limit: int, proposals: ProposalsWhenDone | None
     ) -> list[_Found]:
         request = self.graph_request(generation, valid_at_ms, limit)
         assert request is not None
         base = request.base
-        if proposals is not None and proposals.request.asks_as(request):
-            proposed = proposals.rows
-        else:
-            proposed = request.propose(query).rows
+        asked = None if proposals is None else proposals()
+        fits = asked is not None and asked.request.asks_as(request)
+        proposed = asked.rows if asked is not None and fits else request.propose(query).rows
         rows = np.asarray(sorted(proposed), dtype=np.intp)
         if rows.size == 0:
             return []
