@@ -44,41 +44,35 @@ def _append_in_thread(store: SQLiteStore, audit_id: str) -> None:
     assert not caller.is_alive(), "append_audit waited for the other writer"
 
 
-def test_an_uncontended_audit_row_is_written_before_the_call_returns(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "s.db")
-    try:
-        store.append_audit(audit("aud_now", AT_MS))
-        assert _audit_ids(tmp_path / "s.db") == ["aud_now"]
-    finally:
-        store.close()
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    opened = SQLiteStore(tmp_path / "s.db")
+    yield opened
+    opened.close()
 
 
-def test_a_row_that_finds_the_lock_taken_returns_at_once_and_is_written_after(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    store = SQLiteStore(path)
-    try:
-        with _other_writer(path):
-            _append_in_thread(store, "aud_spooled")
-            assert _audit_ids(path) == []
-        store.drain_audit()
-        assert _audit_ids(path) == ["aud_spooled"]
-        store.append_audit(audit("aud_after", AT_MS))  # the lock free again: written in the call
-        assert _audit_ids(path) == ["aud_after", "aud_spooled"]
-    finally:
-        store.close()
+def test_an_uncontended_audit_row_is_written_before_the_call_returns(store: SQLiteStore) -> None:
+    store.append_audit(audit("aud_now", AT_MS))
+    assert _audit_ids(store.path) == ["aud_now"]
 
 
-def test_the_store_s_own_work_goes_on_while_a_spooled_row_waits(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    store = SQLiteStore(path)
-    try:
-        with _other_writer(path):
-            _append_in_thread(store, "aud_waiting")
-            with store.read() as tx:  # the spool's wait holds nothing the process's reads need
-                assert list(tx.audit_rows(None, None)) == []
-    finally:
-        store.close()
-    assert _audit_ids(path) == ["aud_waiting"]
+def test_a_row_that_finds_the_lock_taken_returns_at_once_and_is_written_after(store: SQLiteStore) -> None:
+    with _other_writer(store.path):
+        _append_in_thread(store, "aud_spooled")
+        assert _audit_ids(store.path) == []
+    store.drain_audit()
+    assert _audit_ids(store.path) == ["aud_spooled"]
+    store.append_audit(audit("aud_after", AT_MS))  # the lock free again: written in the call
+    assert _audit_ids(store.path) == ["aud_after", "aud_spooled"]
+
+
+def test_the_store_s_own_work_goes_on_while_a_spooled_row_waits(store: SQLiteStore) -> None:
+    with _other_writer(store.path):
+        _append_in_thread(store, "aud_waiting")
+        with store.read() as tx:  # the spool's wait holds nothing the process's reads need
+            assert list(tx.audit_rows(None, None)) == []
+    store.drain_audit()
+    assert _audit_ids(store.path) == ["aud_waiting"]
 
 
 def test_close_writes_what_is_still_queued(tmp_path: Path) -> None:
