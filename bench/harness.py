@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from typing import Any
 
@@ -10,6 +11,10 @@ from engram_memory.engine.engine import Engine
 from engram_memory.host.bindings import IssuedBinding, issue_binding
 from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.settings import HostPaths
+
+# In every measurement's idempotency keys: a home kept for another run (`--home`) gets new writes from
+# it, not replays of the last run's calls (which write nothing and would make a busy phase quiet).
+RUN = secrets.token_hex(4)
 
 
 def bench_binding(paths: HostPaths, *, tenant: str, workspace: str, purpose: str) -> Any:

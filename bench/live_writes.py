@@ -29,7 +29,7 @@ import anyio
 
 from engram_memory.host.compose import open_engine
 from engram_memory.host.settings import HostPaths
-from harness import bench_binding, bench_issued, value_of
+from harness import RUN, bench_binding, bench_issued, value_of
 from scale_server import http_servers
 
 
@@ -92,7 +92,7 @@ class _Writers:
         self._spec = folder / f"writers-{label}.json"
         count = int(load.rate * MAX_PHASE_S)
         captures = [
-            load.capture_arguments(load.notes(), f"live-{label}-capture-{n:09d}", 1_900_000_000_000 + n)
+            load.capture_arguments(load.notes(), f"live-{RUN}-{label}-capture-{n:09d}", 1_900_000_000_000 + n)
             for n in range(count)
         ]
         self._spec.write_text(json.dumps({"urls": urls, "token": token, "rate": load.rate, "captures": captures}))

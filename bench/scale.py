@@ -55,7 +55,7 @@ from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.text import query_terms
 from engram_memory.host.compose import init_home, open_engine, store_settings
 from engram_memory.host.settings import HostPaths
-from harness import bench_binding, bench_issued, value_of
+from harness import RUN, bench_binding, bench_issued, value_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "locomo-dev"
@@ -318,9 +318,9 @@ def per_call_writes(paths: HostPaths, corpus: Corpus, stored: Stored, ops: int, 
             note = corpus.note()
 
             def write(n: int = n, note: str = note) -> None:
-                arguments = capture_arguments(note, f"call-capture-{n:09d}", 1_750_000_000_000 + n)
+                arguments = capture_arguments(note, f"call-{RUN}-capture-{n:09d}", 1_750_000_000_000 + n)
                 captured = value_of(engine, binding, "engram_memory_capture", arguments)
-                admit = {"candidate_id": captured["candidate_id"], "idempotency_key": f"call-admit-{n:09d}"}
+                admit = {"candidate_id": captured["candidate_id"], "idempotency_key": f"call-{RUN}-admit-{n:09d}"}
                 value_of(engine, binding, "engram_memory_request_admission", admit)
 
             writes.append(timed(write))
@@ -444,9 +444,12 @@ def over_stdio(
                 return value
 
             async def write(label: str, n: int, note: str) -> None:
-                arguments = capture_arguments(note, f"{label}-capture-{n:09d}", 1_800_000_000_000 + n)
+                arguments = capture_arguments(note, f"{label}-{RUN}-capture-{n:09d}", 1_800_000_000_000 + n)
                 captured = await call("engram_memory_capture", arguments)
-                admission = {"candidate_id": captured["candidate_id"], "idempotency_key": f"{label}-admit-{n:09d}"}
+                admission = {
+                    "candidate_id": captured["candidate_id"],
+                    "idempotency_key": f"{label}-{RUN}-admit-{n:09d}",
+                }
                 await call("engram_memory_request_admission", admission)
 
             for n in range(ops):

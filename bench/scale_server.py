@@ -40,7 +40,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from engram_memory.engine.verify import verify_store
 from engram_memory.host.compose import open_engine, store_settings
 from engram_memory.host.settings import HostPaths
-from harness import bench_issued
+from harness import RUN, bench_issued
 from mcp import Client
 from raw_mcp import RawToolClient
 
@@ -201,7 +201,7 @@ async def _aggregate(agents: list[Agent], acknowledged: list[Acknowledged], load
     async def write(n: int) -> None:
         agent, mine, k = agents[n], acknowledged[n], 0
         while time.monotonic() < deadline:
-            key = f"agg-{n:02d}-{k:09d}"
+            key = f"agg-{RUN}-{n:02d}-{k:09d}"
             arguments = load.capture_arguments(load.notes(), f"{key}-capture", 1_900_000_000_000 + k)
             captured = await agent.call("engram_memory_capture", arguments)
             mine.captures.append((arguments, captured["candidate_id"]))
@@ -226,7 +226,11 @@ async def _storm(searcher: Agent, forgetter: Agent, host: Any, doomed: list[str]
         nonlocal done
         try:
             for n, record_id in enumerate(doomed):
-                arguments = {"record_id": record_id, "idempotency_key": f"storm-forget-{n:09d}", "reason_ref": REASON}
+                arguments = {
+                    "record_id": record_id,
+                    "idempotency_key": f"storm-{RUN}-forget-{n:09d}",
+                    "reason_ref": REASON,
+                }
                 await forgetter.call("engram_memory_forget", arguments, expect="gate_failed")
                 await anyio.to_thread.run_sync(_approve, host, record_id)
                 started = time.perf_counter()
