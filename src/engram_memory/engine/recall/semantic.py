@@ -142,8 +142,8 @@ def sequential_blas() -> None:
     A search scores vectors on one thread while its lexical half reads the store on another. numpy's
     OpenBLAS splits even a one-query product over every core, and its idle workers spin for a while
     after each product: on two cores they took the core the lexical half ran on, and a search over
-    100,000 memories went from 22 to 32 ms at the median. The channel's products are a few thousand rows
-    by one query: one thread is as fast for them.
+    100,000 memories took 32 ms at the median instead of 22. The channel's products are a few thousand
+    rows by one query: one thread is as fast for them.
     """
     from threadpoolctl import threadpool_limits
 
