@@ -142,3 +142,34 @@ def test_graph_proposals_found_off_the_lock_are_used_only_for_the_state_they_wer
     before = index.nearest(query, generation=earlier, valid_at_ms=now, limit=10, proposals=lambda: stale)
     assert before[0].record_id == nearest_id
     assert before == index.nearest(query, generation=earlier, valid_at_ms=now, limit=10)
+
+
+def test_own_rows_scored_before_the_graph_answers_stand_only_while_the_index_state_holds(tmp_path: Path) -> None:
+    """finish scores the rows outside the base, lets go of the lock while the graph finishes, and reuses
+    that scoring only if the index's state did not move: every change that could alter it moves it."""
+    files = BaseFiles(tmp_path)
+    files.write(SCOPE, VECTOR_ID, _rows(300))
+    base = files.open(SCOPE, VECTOR_ID, 384)
+    assert base is not None
+    index = ScopeIndex(384, base.stamp, base)
+    extra = np.random.default_rng(11).standard_normal((20, 384)).astype(np.float32)
+    extra /= np.linalg.norm(extra, axis=1, keepdims=True)
+    at = base.stamp.cursor + 1
+    for n, vector in enumerate(extra):
+        index.put(f"mem_own_{n:02d}", vector, "s", (0, None, None), at)
+    generation, now, query = at, 1_000, extra[3]
+    own, state = index.own_nearest(query, generation, now, 10), index.state
+    request = index.graph_request(generation, now, 10)
+    assert request is not None
+    proposals = request.propose(query)
+    alone = index.nearest(query, generation=generation, valid_at_ms=now, limit=10)
+    reused = index.nearest(
+        query, generation=generation, valid_at_ms=now, limit=10, proposals=lambda: proposals, own=own
+    )
+    assert reused == alone and alone[0].record_id == "mem_own_03"
+
+    index.put("mem_own_new", extra[3], "s", (0, None, None), at + 1)
+    assert index.state != state
+    state = index.state
+    index.drop("mem_own_03", at + 2)
+    assert index.state != state

@@ -334,21 +334,29 @@ class VectorCache:
         if started.answering is None or started.vector is None:
             return SemanticAnswer(0, [], tuple(fresh))
         # The query's vector comes before the graph's proposals: the rows outside the base are scored
-        # while the helper still walks the graph, and its proposals are waited for only then.
+        # while the helper still walks the graph, whose proposals are waited for outside the lock.
         vector = started.vector.result()
-        scope, generation = started.scope, started.generation
+        scope, generation, valid_at_ms, limit = started.scope, started.generation, started.valid_at_ms, started.limit
         with self._scope_lock(scope):
             index = started.index
             replaced = index is not self._scopes.get(scope)
             if replaced or (index.state != started.state and not index.serves(tx, scope, generation)):
                 index, more = self._catch_up(tx, scope, generation, payload_of)
                 fresh.extend(more)
+            own, state = index.own_nearest(vector, generation, valid_at_ms, limit), index.state
+        proposals = started.answering.result()
+        with self._scope_lock(scope):
+            unchanged = index.state == state  # else caught up by another search meanwhile: all scored again
+            if not unchanged and not index.serves(tx, scope, generation):
+                index, more = self._catch_up(tx, scope, generation, payload_of)
+                fresh.extend(more)
             nearest = index.nearest(
                 vector,
                 generation=generation,
-                valid_at_ms=started.valid_at_ms,
-                limit=started.limit,
-                proposals=started.answering.result,
+                valid_at_ms=valid_at_ms,
+                limit=limit,
+                proposals=lambda: proposals,
+                own=own if unchanged else None,
             )
         return SemanticAnswer(started.eligible, nearest, tuple(fresh))
 

@@ -249,15 +249,16 @@ class ScopeIndex:
         valid_at_ms: int,
         limit: int,
         proposals: ProposalsWhenDone | None = None,
+        own: list[_Found] | None = None,
     ) -> list[Neighbour]:
         """The `limit` records eligible at the snapshot's generation and valid time closest to the query,
         best first, ties by id; cosines rounded so float noise below 1e-6 cannot reorder two records
         between identical searches. Every row is scored in place (a slice, no copy of the matrix); only
         the rows that can reach the first `limit` once rounded are rounded and sorted. With a base, its
         graph proposes its best rows, scored the same way from the base's float32 vectors; `proposals`
-        (called once the rows outside the base are scored: they may still be on their way) found for
-        this very request (same base, snapshot and index state) stand in for asking again."""
-        found = self._exact(query, generation, valid_at_ms, limit)
+        found for this very request (same base, snapshot and index state) stand in for asking again, and
+        `own`, what own_nearest answered for this snapshot in this index state, for scoring them again."""
+        found = list(own) if own is not None else self.own_nearest(query, generation, valid_at_ms, limit)
         if self.base is not None:
             found.extend(self._from_base(query, generation, valid_at_ms, limit, proposals))
         found.sort(key=lambda f: (-f[0], f[1]))
@@ -265,7 +266,8 @@ class ScopeIndex:
             Neighbour(record_id, score, valid_from, subject) for score, record_id, valid_from, subject in found[:limit]
         ]
 
-    def _exact(self, query: Matrix, generation: int, valid_at_ms: int, limit: int) -> list[_Found]:
+    def own_nearest(self, query: Matrix, generation: int, valid_at_ms: int, limit: int) -> list[_Found]:
+        """The candidates among the rows outside the base, scored exactly (nearest's first half)."""
         held = self._held(generation, valid_at_ms)
         count = int(np.count_nonzero(held))
         if count == 0:
@@ -298,7 +300,7 @@ class ScopeIndex:
         rows = np.asarray(sorted(proposed), dtype=np.intp)
         if rows.size == 0:
             return []
-        rounded = np.round((base.vectors_of(rows) @ query).astype(np.float64), 6)  # as _exact scores its rows
+        rounded = np.round((base.vectors_of(rows) @ query).astype(np.float64), 6)  # as own_nearest scores its rows
         return [
             (float(score), base.record_id(int(row)), int(base.valid_from[row]), base.subject(int(row)))
             for score, row in zip(rounded, rows, strict=True)
