@@ -295,8 +295,9 @@ class ScopeIndex:
         assert request is not None
         base = request.base
         asked = None if proposals is None else proposals()
-        fits = asked is not None and asked.request.asks_as(request)
-        proposed = asked.rows if asked is not None and fits else request.propose(query).rows
+        if asked is None or not asked.request.asks_as(request):
+            asked = request.propose(query)
+        proposed = asked.rows
         rows = np.asarray(sorted(proposed), dtype=np.intp)
         if rows.size == 0:
             return []

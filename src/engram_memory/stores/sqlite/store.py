@@ -195,14 +195,11 @@ class SQLiteStore:
                 finally:
                     self._batch_torn = self._batch_torn or not self._db.in_transaction
                 return
-            if self._spool is None:
-                with self.write(synced=False, scopes=()) as tx:
-                    tx.append_audit(row)
-                return
-            try:
-                with self._writing(synced=False, wait=False) as tx:
+            try:  # a store in memory has no spool, and no other connection to wait for
+                with self._writing(synced=False, wait=self._spool is None) as tx:
                     tx.append_audit(row)
             except _WriteLockTaken:
+                assert self._spool is not None
                 self._spool.put(row)  # another process writes: the row must not wait for it (audit_spool.py)
 
     def drain_audit(self) -> None:
