@@ -115,6 +115,26 @@ def test_a_common_term_is_read_only_as_deep_as_term_depth(
     assert sorted(found) == sorted([rid[short], rid[shorter]])
 
 
+def test_the_best_hold_the_most_weighted_impact_and_ties_go_to_the_lower_rowid(sqlite_paths: HostPaths) -> None:
+    """Shares of several terms add up per memory; memories equal for the terms tie and come in rowid order."""
+    paths = sqlite_paths
+    scope, _ = _agent_scope(paths)
+    with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:
+        agent = InProcessAgent(engine, bind(paths).binding)
+        twins = [agent.remember("The heron nests by the dam."), agent.remember("The heron rests by the dam.")]
+        both = agent.remember("A heron fished below the old mill.")
+        mill = agent.remember("The mill wheel turns again.")
+        for note in NOTES:
+            agent.remember(note)
+    with sqlite3.connect(paths.sqlite_file) as db:
+        rid = dict(db.execute("SELECT record_id, rid FROM records").fetchall())
+        found = postings.best(db, scope, ["heron", "mill"], doc_count=len(NOTES) + 4, limit=10)
+        assert postings.best(db, scope, ["unheard"], doc_count=len(NOTES) + 4, limit=10) == []
+    assert found[0] == rid[both]
+    assert set(found) == {rid[both], rid[mill], *(rid[twin] for twin in twins)}
+    assert found.index(rid[twins[0]]) + 1 == found.index(rid[twins[1]])
+
+
 def test_a_query_of_stop_words_is_answered_from_the_full_text_index(sqlite_paths: HostPaths) -> None:
     paths = sqlite_paths
     with steered_engine(paths, clock=ManualClock(), semantic=False) as engine:

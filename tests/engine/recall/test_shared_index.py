@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from engram_memory.contract.instants import format_instant
 from engram_memory.embeddings.loader import load_model
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.store import Scope
@@ -30,7 +31,7 @@ from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
 from tests.support.homes import bind, make_home
 from tests.support.inprocess import InProcessAgent
-from tests.support.payloads import unique_key
+from tests.support.payloads import capture_args, unique_key
 
 SHARED_FROM = 8
 CAR = "The car needs new tyres before winter."
@@ -120,6 +121,27 @@ def test_a_base_changes_no_answer_and_follows_what_changed_after_it(site: Site) 
         host.rewind(car, decided_by="host:test")
         assert _ids(shared, PARAPHRASE) == _ids(exact, PARAPHRASE)
         assert car in _ids(shared, PARAPHRASE)[0]
+
+
+def test_a_record_of_the_base_past_its_expiry_is_no_longer_returned(site: Site) -> None:
+    """While every row of a base is valid the search reads no validity column; once the clock passes one
+    row's expiry, that row drops out, as it does from exact search."""
+    with site.engine() as shared_engine, site.engine(shared=False) as exact_engine:
+        shared, exact = InProcessAgent(shared_engine, site.binding), InProcessAgent(exact_engine, site.binding)
+        expires = format_instant(site.clock.now + 60_000)
+        args = capture_args(CAR, retention={"derivative_rule": "make-ineligible", "expires_at": expires})
+        car = shared.admit(shared.value("engram_memory_capture", args)["candidate_id"])["record_id"]
+        for text in NOTES:
+            exact.remember(text)
+        first = _ids(shared, PARAPHRASE)  # past the threshold: this search writes the base
+        assert site.files().current(site.scope, shared_engine.deps.semantic.vector_id) is not None
+        site.clock.advance(30_000)
+        assert _ids(shared, PARAPHRASE) == _ids(exact, PARAPHRASE)
+        assert first[0][:1] == [car] == _ids(shared, PARAPHRASE)[0][:1]
+        site.clock.advance(60_000)
+        found = _ids(shared, PARAPHRASE)
+        assert car not in found[0] and len(found[0]) == len(NOTES)
+        assert found == _ids(exact, PARAPHRASE)
 
 
 def test_a_forgotten_record_is_never_returned_and_its_vector_leaves_the_files(site: Site) -> None:

@@ -53,8 +53,9 @@ SHARED_FROM = 50_000
 # (and at least MERGE_MIN): until then it scores them exactly, in its own memory.
 MERGE_SHARE = 0.1
 MERGE_MIN = 5_000
-# efSearch: how many candidates the graph walk keeps; at least twice the rows asked for.
-SEARCH_BREADTH = 1024
+# efSearch: how many candidates the graph walk keeps; at least twice the rows asked for (decision 0027:
+# 512 keeps 95.6 % of exact search's pool of 150 at 100,000 rows, in 0.4 of 1,024's time).
+SEARCH_BREADTH = 512
 ID_WIDTH = 40  # bytes of a record id in the ids column ("mem_" + 26 base32 letters, with room to spare)
 _OPEN = np.iinfo(np.int64).max
 
@@ -124,6 +125,12 @@ class Base:
         self.valid_from: npt.NDArray[np.int64] = _mapped(folder / "valid_from.npy")
         self.valid_to: npt.NDArray[np.int64] = _mapped(folder / "valid_to.npy")
         self.expires: npt.NDArray[np.int64] = _mapped(folder / "expires.npy")
+        # The valid times at which every row is valid and unexpired: a search then reads none of the columns.
+        self.valid_throughout = (
+            (int(self.valid_from.max()), int(min(self.valid_to.min(), self.expires.min() - 1)))
+            if self.rows
+            else (0, -1)
+        )
         self._subjects: npt.NDArray[np.uint8] = _mapped(folder / "subjects.npy")
         self._subject_ends: npt.NDArray[np.int64] = _mapped(folder / "subject_ends.npy")
 

@@ -94,7 +94,7 @@ class ScopeIndex:
         self._valid_from = self._valid_to = self._expires = self._entered = self._left_at = np.zeros(0, dtype=np.int64)
         self._version = 0  # moves with every change of the rows, for _held's memo
         self._held_memo: tuple[tuple[int, int, int], npt.NDArray[np.bool_]] | None = None
-        self._base_memo: tuple[tuple[int, int, int], npt.NDArray[np.bool_]] | None = None
+        self._base_memo: tuple[tuple[int, int | None, int], npt.NDArray[np.bool_]] | None = None
         self._reserve(INITIAL_CAPACITY)
 
     @property
@@ -214,15 +214,13 @@ class ScopeIndex:
         """As _held, for the base's rows (all entered at or before its stamp)."""
         base = self.base
         assert base is not None
-        key = (generation, valid_at_ms, self._version)
+        every_valid = base.valid_throughout[0] <= valid_at_ms <= base.valid_throughout[1]  # the columns need no look
+        key = (generation, None if every_valid else valid_at_ms, self._version)
         if self._base_memo is not None and self._base_memo[0] == key:
             return self._base_memo[1]
-        held: npt.NDArray[np.bool_] = (
-            (generation < self._base_left)
-            & (base.valid_from <= valid_at_ms)
-            & (valid_at_ms <= base.valid_to)
-            & (base.expires > valid_at_ms)
-        )
+        held: npt.NDArray[np.bool_] = generation < self._base_left
+        if not every_valid:
+            held &= (base.valid_from <= valid_at_ms) & (valid_at_ms <= base.valid_to) & (base.expires > valid_at_ms)
         self._base_memo = (key, held)
         return held
 

@@ -15,6 +15,9 @@ import itertools
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.ranking import FIELDS, term_impacts
 from engram_memory.stores.sql.postings import TERM_DEPTH, UNPOSTED, posted, weighted_terms
@@ -136,27 +139,33 @@ def doc_counts(db: sqlite3.Connection, scope: Scope, terms: Sequence[str]) -> di
     return counts
 
 
+# One term's postings, best first and at most TERM_DEPTH of them, as one text "rid,neg_impact,rid,...":
+# read as one value, not a row per posting (the order inside does not matter: the shares are summed).
+_TERM_LIST = (
+    "SELECT group_concat(rid || ',' || neg_impact) FROM (SELECT rid, neg_impact FROM lexical_index_postings"
+    " WHERE scope_key = ? AND term = ? ORDER BY neg_impact, rid LIMIT ?)"
+)
+
+
 def best(db: sqlite3.Connection, scope: Scope, terms: Sequence[str], doc_count: int, limit: int) -> list[int]:
     """The rowids of the `limit` memories with the most idf-weighted impact over the postings read
-    (ties by rowid), best first. SQLite merges the lists, so no posting passes through Python."""
+    (ties by rowid), best first. Each term's list arrives as one text and is summed with numpy: SQLite's
+    GROUP BY sorted every posting read (four common terms: 20,000 rows, three quarters of the time)."""
     key = scope_key(scope)
     counts = doc_counts(db, scope, terms)
-    weighted = weighted_terms(counts, doc_count)
-    if not weighted:
+    rids: list[npt.NDArray[np.int64]] = []
+    shares: list[npt.NDArray[np.float64]] = []
+    for term, weight in weighted_terms(counts, doc_count):
+        text = db.execute(_TERM_LIST, (key, term, TERM_DEPTH)).fetchone()[0]
+        if text:
+            pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2)
+            rids.append(pairs[:, 0])
+            shares.append(pairs[:, 1].astype(np.float64) * weight)
+    if not rids:
         return []
-    lists = " UNION ALL ".join(
-        "SELECT * FROM (SELECT rid, neg_impact * ? AS share FROM lexical_index_postings"
-        " WHERE scope_key = ? AND term = ? ORDER BY neg_impact, rid LIMIT ?)"
-        for _ in weighted
-    )
-    params: list[object] = []
-    for term, weight in weighted:
-        params += [weight, key, term, TERM_DEPTH]
-    rows = db.execute(
-        f"SELECT rid FROM ({lists}) GROUP BY rid ORDER BY sum(share), rid LIMIT ?",  # noqa: S608
-        [*params, limit],
-    )
-    return [int(row[0]) for row in rows]
+    ids, where = np.unique(np.concatenate(rids), return_inverse=True)
+    totals = np.bincount(where, weights=np.concatenate(shares))  # summed in term order: equal memories tie
+    return [int(rid) for rid in ids[np.lexsort((ids, totals))[:limit]]]
 
 
 def consistent(db: sqlite3.Connection) -> bool:
