@@ -6,7 +6,6 @@ keeps only stemmed tokens per field, and only while the record is accepted_curre
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,19 +32,29 @@ def add_index_entry(tx: CoreTx, scope: Scope, record_id: str, payload: Mapping[s
     tx.index_record(scope, record_id, index_fields(payload), tokenizer=tokenizer_id())
 
 
+def _copied(value: Any) -> Any:
+    """A JSON value's own copy (a payload's dicts and lists; its scalars are immutable): copy.deepcopy's
+    memo cost a search a third of a millisecond for ten hits."""
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    return value
+
+
 def record_view(row: RecordRow, payload: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "record_id": row.record_id,
         "state": row.state,
         "record_digest": row.payload_digest,
         "purpose_ref": payload["purpose_ref"],
-        "valid_time": copy.deepcopy(payload["valid_time"]),
-        "components": copy.deepcopy(payload["components"]),
+        "valid_time": _copied(payload["valid_time"]),
+        "components": _copied(payload["components"]),
         "primary_component_id": payload["primary_component_id"],
-        "primary_event": copy.deepcopy(payload["primary_event"]),
-        "citations": copy.deepcopy(payload["citations"]),
-        "retention": copy.deepcopy(payload["retention"]),
-        "reconciliation": copy.deepcopy(payload["reconciliation"]),
+        "primary_event": _copied(payload["primary_event"]),
+        "citations": _copied(payload["citations"]),
+        "retention": _copied(payload["retention"]),
+        "reconciliation": _copied(payload["reconciliation"]),
         "trust_class": row.trust_class,
         "provenance": {
             "candidate_id": row.candidate_id,

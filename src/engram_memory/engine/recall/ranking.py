@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -126,27 +126,33 @@ def idf(df: int, doc_count: int) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
+# Query terms up to which each is counted in a field on its own, instead of the field's Counter (_score).
+COUNT_EACH_UP_TO = 6
+
+
 def _unique(terms: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
 def _score(terms: Sequence[str], idfs: Sequence[float], doc: Document, stats: CorpusStats) -> float:
     """Shared by bm25f and rank so a ranked score is exactly the documented one; idf comes precomputed."""
-    # Each field's counts once (Counter runs in C): counting per term made a long query over long
-    # fields cost terms x tokens, the bulk of a CJK search whose bigrams make both long.
-    norms: list[tuple[float, float, Counter[str]]] = []
+    # A short query's terms are counted one by one (list.count runs in C, and a handful of counts cost
+    # less than a Counter of the field); a long query counts each field once: counting per term made a
+    # long query over long fields cost terms x tokens, the bulk of a CJK search whose bigrams make both long.
+    each = len(terms) <= COUNT_EACH_UP_TO
+    norms: list[tuple[float, float, Callable[[str], int | None]]] = []
     for name in FIELDS:
         tokens = doc.fields.get(name, ())
         if not tokens:
             continue
         avg_len = stats.avg_field_len.get(name, 0.0)
         norm = 1.0 - B + B * len(tokens) / avg_len if avg_len > 0 else 1.0 - B + B
-        norms.append((FIELD_WEIGHTS[name], norm, Counter(tokens)))
+        norms.append((FIELD_WEIGHTS[name], norm, tokens.count if each else Counter(tokens).get))
     score = 0.0
     for term, term_idf in zip(terms, idfs, strict=True):
         tf = 0.0
-        for weight, norm, counts in norms:
-            count = counts.get(term, 0)
+        for weight, norm, count_of in norms:
+            count = count_of(term)
             if count:
                 tf += weight * count / norm
         if tf > 0.0:
