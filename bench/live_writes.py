@@ -1,18 +1,20 @@
 """Search while other `serve` processes write into the same workspace, for bench/scale.py (issue 42).
 
-One agent searches the workspace, first while nothing else happens (quiet), then while `writers` other
-`serve --http` processes capture and admit `rate` pairs a second in all into the same workspace (busy),
-each writer pacing its pairs evenly with the lean client of raw_mcp.py. The searches run twice: in this
-process (an engine of its own on the store, as a host would have) and over MCP stdio through the SDK's
-client and a real `engram-memory serve` (what an agent's client runs), each after 50 untimed searches;
-a quiet phase starts once every record written before it has its vector. Reported: p50/p95 quiet and
-busy, their p95 ratio, the pairs actually written, and the proportional set size (PSS: shared pages
-divided among the processes sharing them) of each `serve` process after it answered, read from
-/proc/PID/smaps_rollup.
+One agent searches the workspace while nothing else happens (quiet) and while `writers` other `serve
+--http` processes capture and admit `rate` pairs a second in all into the same workspace (busy), each
+writer pacing its pairs evenly with the lean client of raw_mcp.py. Quiet and busy alternate in four
+windows each, so that the machine's own drift falls on both alike; a quiet window starts once every
+record written before it has its vector, a busy one 5 s after the writers start. The searches run twice:
+in this process (an engine of its own on the store, as a host would have) and over MCP stdio through the
+SDK's client and a real `engram-memory serve` (what an agent's client runs), each after 50 untimed
+searches of other queries. Reported: p50/p95 quiet and busy, their p95 ratio, the pairs actually
+written, and the proportional set size (PSS: shared pages divided among the processes sharing them) of
+each `serve` process after it answered, read from /proc/PID/smaps_rollup.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ class LiveLoad:
     tenant: str
     workspace: str
     purpose: str
+    warm_queries: list[str]  # asked untimed first; none is timed (a repeated query's vector is cached)
     queries: list[str]  # asked while nothing else happens
     busy_queries: list[str]  # as many others, asked while the writers write (a repeated query is cached)
     notes: Callable[[], str]
@@ -78,11 +81,12 @@ def _children_serving_stdio(home: Path) -> list[int]:
     return found
 
 
-# The writers' servers load their model and catch their index up before the busy phase is timed.
+# The writers' servers load their model and catch their index up before a busy window is timed.
 WARM_UP_S = 5.0
-WARM_UP_QUERIES = 50
-# Captures prepared for one busy phase: the writers stop early when a phase runs longer than this.
+# Captures prepared for one busy window: the writers stop early when a window runs longer than this.
 MAX_PHASE_S = 600
+# Windows each phase's searches are split into, quiet and busy alternating.
+WINDOWS = 4
 
 
 class _Writers:
@@ -117,12 +121,15 @@ class _Writers:
         self.pairs, self.seconds = int(figures["pairs"]), float(figures["seconds"])
 
 
-def _in_process(paths: HostPaths, load: LiveLoad) -> Callable[[list[str]], list[float]]:
-    def searches(queries: list[str]) -> list[float]:
-        with open_engine(paths, semantic=load.semantic) as engine:
-            binding = bench_binding(paths, tenant=load.tenant, workspace=load.workspace, purpose=load.purpose)
-            for query in load.queries[:WARM_UP_QUERIES]:  # the model, the index, the caches (as over stdio)
-                value_of(engine, binding, "engram_memory_search", {"query": query, "purpose_ref": load.purpose})
+@contextlib.contextmanager
+def _in_process(paths: HostPaths, load: LiveLoad) -> Iterator[Callable[[list[str]], list[float]]]:
+    """Timed searches on an engine of this process's own, warmed once (the model, the index, the caches)."""
+    with open_engine(paths, semantic=load.semantic) as engine:
+        binding = bench_binding(paths, tenant=load.tenant, workspace=load.workspace, purpose=load.purpose)
+        for query in load.warm_queries:
+            value_of(engine, binding, "engram_memory_search", {"query": query, "purpose_ref": load.purpose})
+
+        def searches(queries: list[str]) -> list[float]:
             timings = []
             for query in queries:
                 arguments = {"query": query, "purpose_ref": load.purpose, "limit": 10}
@@ -131,7 +138,28 @@ def _in_process(paths: HostPaths, load: LiveLoad) -> Callable[[list[str]], list[
                 timings.append((time.perf_counter() - started) * 1000)
             return timings
 
-    return searches
+        yield searches
+
+
+def _windows(
+    load: LiveLoad, searches: Callable[[list[str]], list[float]], writing: Callable[[], _Writers]
+) -> tuple[list[float], list[float]]:
+    """Quiet and busy searches in alternating windows (quiet, busy, quiet, busy, ...): the machine's own
+    drift over the minutes a phase takes falls on both alike, and their ratio measures the writes."""
+    quiet: list[float] = []
+    busy: list[float] = []
+    for n in range(WINDOWS):
+        load.settled()
+        quiet += searches(_window(load.queries, n))
+        with writing():
+            time.sleep(WARM_UP_S)
+            busy += searches(_window(load.busy_queries, n))
+    return quiet, busy
+
+
+def _window(queries: list[str], n: int) -> list[str]:
+    size = -(-len(queries) // WINDOWS)
+    return queries[n * size : (n + 1) * size]
 
 
 def _over_stdio(
@@ -165,12 +193,14 @@ def _over_stdio(
                     timings.append((time.perf_counter() - started) * 1000)
                 return timings
 
-            await searches(load.queries[:WARM_UP_QUERIES])
-            await anyio.to_thread.run_sync(load.settled)
-            found["quiet"] = await searches(load.queries)
-            with writing():
-                await anyio.sleep(WARM_UP_S)
-                found["busy"] = await searches(load.busy_queries)
+            await searches(load.warm_queries)
+            found["quiet"], found["busy"] = [], []
+            for n in range(WINDOWS):
+                await anyio.to_thread.run_sync(load.settled)
+                found["quiet"] += await searches(_window(load.queries, n))
+                with writing():
+                    await anyio.sleep(WARM_UP_S)
+                    found["busy"] += await searches(_window(load.busy_queries, n))
             pids = _children_serving_stdio(paths.home)
             found["pss"] = pss_mb(pids[0]) if len(pids) == 1 else None
 
@@ -202,7 +232,6 @@ def measure(paths: HostPaths, load: LiveLoad) -> dict[str, Any]:
         "live_write_rate": load.rate,
         "live_searches": len(load.queries),
     }
-    local = _in_process(paths, load)
     written: list[_Writers] = []
     with http_servers(paths, load.writers, load.semantic) as servers, tempfile.TemporaryDirectory() as folder:
 
@@ -210,11 +239,8 @@ def measure(paths: HostPaths, load: LiveLoad) -> dict[str, Any]:
             written.append(_Writers(servers.urls, token, load, Path(folder), str(len(written))))
             return written[-1]
 
-        load.settled()
-        quiet_local = local(load.queries)
-        with writing():
-            time.sleep(WARM_UP_S)
-            busy_local = local(load.busy_queries)
+        with _in_process(paths, load) as searches:
+            quiet_local, busy_local = _windows(load, searches, writing)
         quiet_stdio, busy_stdio, stdio_pss = _over_stdio(paths, load, writing)
         out["live_pairs_written"] = sum(w.pairs for w in written)
         seconds = sum(w.seconds for w in written)

@@ -184,6 +184,8 @@ class Load:
     purpose: str
     record_ids: list[str]
     queries: list[str]
+    warm_queries: list[str]  # asked untimed first: none of them is timed (a repeated query is cached)
+    storm_queries: list[str]  # asked during the forget storm: none asked before
     notes: Callable[[], str]
     capture_arguments: Callable[[str, str, int], dict[str, Any]]
     processes: int
@@ -241,7 +243,7 @@ async def _storm(searcher: Agent, forgetter: Agent, host: Any, doomed: list[str]
 
     async with anyio.create_task_group() as group:
         group.start_soon(forget_all)
-        searches = await _searches(searcher, load.queries, load.purpose, lambda: done)
+        searches = await _searches(searcher, load.storm_queries, load.purpose, lambda: done)
     return {"storm_search": searches, "forget": forget_ms}
 
 
@@ -266,7 +268,7 @@ def over_http(paths: HostPaths, load: Load) -> dict[str, Any]:
         async def measure() -> None:
             async with AsyncExitStack() as stack:
                 searcher = await _agent(stack, urls[0], token(load.tenant, load.workspace, "bench-http").token)
-                await _searches(searcher, load.queries[:50], load.purpose, None)  # warm the server's caches
+                await _searches(searcher, load.warm_queries, load.purpose, None)  # warm the server's caches
                 figures["http_search"] = await _searches(searcher, load.queries, load.purpose, None)
                 raw = load.load_client == "raw"
                 agents = [await _agent(stack, urls[n % len(urls)], w.token, raw=raw) for n, w in enumerate(writers)]

@@ -53,9 +53,12 @@ SHARED_FROM = 50_000
 # (and at least MERGE_MIN): until then it scores them exactly, in its own memory.
 MERGE_SHARE = 0.1
 MERGE_MIN = 5_000
-# efSearch: how many candidates the graph walk keeps; at least twice the rows asked for (decision 0027:
-# 512 keeps 95.6 % of exact search's pool of 150 at 100,000 rows, in 0.4 of 1,024's time).
+# efSearch: how many candidates the graph walk keeps; at least twice the rows asked for, and twice as
+# many in a graph of more than WIDER_FROM rows, where a walk of the same breadth finds less (decision 0027:
+# 512 keeps 95.6 % of exact search's pool of 150 at 100,000 rows, in 0.4 of 1,024's time; 1,024 kept
+# 94.0 % at 1,000,000).
 SEARCH_BREADTH = 512
+WIDER_FROM = 250_000
 ID_WIDTH = 40  # bytes of a record id in the ids column ("mem_" + 26 base32 letters, with room to spare)
 _OPEN = np.iinfo(np.int64).max
 
@@ -196,7 +199,8 @@ class Base:
         if k <= 0:
             return []
         selector = faiss.IDSelectorBitmap(np.packbits(held, bitorder="little"))
-        params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(SEARCH_BREADTH, 2 * k))
+        breadth = SEARCH_BREADTH if self.rows <= WIDER_FROM else 2 * SEARCH_BREADTH
+        params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(breadth, 2 * k))
         _, found = self._index.search(query.reshape(1, -1), k, params=params)
         return [int(row) for row in found[0] if row >= 0]
 
