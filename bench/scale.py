@@ -610,6 +610,20 @@ def keep_import(paths: HostPaths, corpus: Corpus, options: argparse.Namespace, s
     (paths.home / KEPT_IMPORT).write_text(json.dumps(kept), encoding="utf-8")
 
 
+def forget_kept(paths: HostPaths, stored: Stored, options: argparse.Namespace) -> None:
+    """Drops what the forget storm forgot from the kept import: a home measured again must neither get
+    nor forget them."""
+    from scale_server import doomed_ids
+
+    name = sorted(stored.ids)[0]
+    gone = set(doomed_ids(stored.ids[name], options.forgets))
+    kept = json.loads((paths.home / KEPT_IMPORT).read_text(encoding="utf-8"))
+    pairs = [(i, n) for i, n in zip(kept["ids"][name], kept["notes"][name], strict=True) if i not in gone]
+    kept["ids"][name], kept["notes"][name] = [i for i, _ in pairs], [n for _, n in pairs]
+    (paths.home / KEPT_IMPORT).write_text(json.dumps(kept), encoding="utf-8")
+    stored.ids[name], stored.notes[name] = kept["ids"][name], kept["notes"][name]
+
+
 def run(options: argparse.Namespace) -> dict[str, Any]:
     corpus = Corpus(options.corpus)
     semantic = options.channels == "hybrid"
@@ -640,6 +654,8 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         calls = per_call_writes(paths, corpus, stored, options.ops, semantic)
         remote = {} if options.no_stdio else over_stdio(paths, corpus, stored, options.ops, semantic, options.in_flight)
         served = {} if options.no_http else served_figures(paths, corpus, stored, options, semantic)
+        if served and options.home is not None:
+            forget_kept(paths, stored, options)
         live = {} if not options.writers else live_figures(paths, corpus, stored, options, semantic)
         size = db_mb(paths)
     result: dict[str, Any] = {

@@ -247,9 +247,14 @@ async def _storm(searcher: Agent, forgetter: Agent, host: Any, doomed: list[str]
     return {"storm_search": searches, "forget": forget_ms}
 
 
+def doomed_ids(record_ids: list[str], forgets: int) -> list[str]:
+    """The records the forget storm forgets (a kept home drops them from its import afterwards)."""
+    return random.Random(7).sample(record_ids, min(forgets, len(record_ids) // 2))
+
+
 def over_http(paths: HostPaths, load: Load) -> dict[str, Any]:
     """Runs the three measurements on one set of servers; latencies in ms, the aggregate's counts."""
-    doomed = random.Random(7).sample(load.record_ids, min(load.forgets, len(load.record_ids) // 2))
+    doomed = doomed_ids(load.record_ids, load.forgets)
 
     def token(tenant: str, workspace: str, session: str) -> Any:
         return bench_issued(paths, tenant=tenant, workspace=workspace, purpose=load.purpose, session=session)
