@@ -125,12 +125,12 @@ def test_graph_proposals_found_off_the_lock_are_used_only_for_the_state_they_wer
     assert request is not None
     proposals = request.propose(query)
     fresh = index.nearest(query, generation=generation, valid_at_ms=now, limit=10)
-    assert index.nearest(query, generation=generation, valid_at_ms=now, limit=10, proposals=lambda: proposals) == fresh
+    assert index.nearest(query, generation=generation, valid_at_ms=now, limit=10, proposals=proposals) == fresh
     nearest_id = fresh[0].record_id
     assert nearest_id == base.record_id(42)
 
     index.drop(nearest_id, generation)  # the index changed between the two locks
-    after = index.nearest(query, generation=generation, valid_at_ms=now, limit=10, proposals=lambda: proposals)
+    after = index.nearest(query, generation=generation, valid_at_ms=now, limit=10, proposals=proposals)
     assert nearest_id not in [n.record_id for n in after]
     assert after == index.nearest(query, generation=generation, valid_at_ms=now, limit=10)
     assert len(after) == 10
@@ -139,7 +139,7 @@ def test_graph_proposals_found_off_the_lock_are_used_only_for_the_state_they_wer
     request = index.graph_request(generation, now, 10)
     assert request is not None
     stale = request.propose(query)
-    before = index.nearest(query, generation=earlier, valid_at_ms=now, limit=10, proposals=lambda: stale)
+    before = index.nearest(query, generation=earlier, valid_at_ms=now, limit=10, proposals=stale)
     assert before[0].record_id == nearest_id
     assert before == index.nearest(query, generation=earlier, valid_at_ms=now, limit=10)
 
@@ -163,9 +163,7 @@ def test_own_rows_scored_before_the_graph_answers_stand_only_while_the_index_sta
     assert request is not None
     proposals = request.propose(query)
     alone = index.nearest(query, generation=generation, valid_at_ms=now, limit=10)
-    reused = index.nearest(
-        query, generation=generation, valid_at_ms=now, limit=10, proposals=lambda: proposals, own=own
-    )
+    reused = index.nearest(query, generation=generation, valid_at_ms=now, limit=10, proposals=proposals, own=own)
     assert reused == alone and alone[0].record_id == "mem_own_03"
 
     index.put("mem_own_new", extra[3], "s", (0, None, None), at + 1)

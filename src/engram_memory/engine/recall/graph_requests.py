@@ -4,7 +4,6 @@ runs (semantic.py), and used under the lock again only for the state it was aske
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy.typing as npt
 from engram_memory.engine.recall.semantic_models import Matrix
 from engram_memory.engine.recall.shared_index import Base
 
-__all__ = ["GraphRequest", "Proposals", "ProposalsWhenDone"]
+__all__ = ["GraphRequest", "Proposals"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -40,7 +39,3 @@ class Proposals:
 
     request: GraphRequest
     rows: list[int]
-
-
-# The proposals of a request still being answered on another thread: called once they are needed.
-ProposalsWhenDone = Callable[[], Proposals | None]

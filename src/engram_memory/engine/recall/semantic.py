@@ -355,7 +355,7 @@ class VectorCache:
                 generation=generation,
                 valid_at_ms=valid_at_ms,
                 limit=limit,
-                proposals=lambda: proposals,
+                proposals=proposals,
                 own=own if unchanged else None,
             )
         return SemanticAnswer(started.eligible, nearest, tuple(fresh))

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.ports.store import RecordChange, Scope, StoreTx
-from engram_memory.engine.recall.graph_requests import GraphRequest, ProposalsWhenDone
+from engram_memory.engine.recall.graph_requests import GraphRequest, Proposals
 from engram_memory.engine.recall.semantic_models import Matrix
 from engram_memory.engine.recall.shared_index import ID_WIDTH, Base, Rows, Stamp
 
@@ -246,7 +246,7 @@ class ScopeIndex:
         generation: int,
         valid_at_ms: int,
         limit: int,
-        proposals: ProposalsWhenDone | None = None,
+        proposals: Proposals | None = None,
         own: list[_Found] | None = None,
     ) -> list[Neighbour]:
         """The `limit` records eligible at the snapshot's generation and valid time closest to the query,
@@ -287,16 +287,14 @@ class ScopeIndex:
         ]
 
     def _from_base(
-        self, query: Matrix, generation: int, valid_at_ms: int, limit: int, proposals: ProposalsWhenDone | None
+        self, query: Matrix, generation: int, valid_at_ms: int, limit: int, proposals: Proposals | None
     ) -> list[_Found]:
         request = self.graph_request(generation, valid_at_ms, limit)
         assert request is not None
         base = request.base
-        asked = None if proposals is None else proposals()
-        if asked is None or not asked.request.asks_as(request):
-            asked = request.propose(query)
-        proposed = asked.rows
-        rows = np.asarray(sorted(proposed), dtype=np.intp)
+        if proposals is None or not proposals.request.asks_as(request):
+            proposals = request.propose(query)
+        rows = np.asarray(sorted(proposals.rows), dtype=np.intp)
         if rows.size == 0:
             return []
         rounded = np.round((base.vectors_of(rows) @ query).astype(np.float64), 6)  # as own_nearest scores its rows
