@@ -9,16 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.contract.schema_faults import MAX_POINTER_CHARS, SchemaFault, pointer_of, schema_fault, schema_faults
 from engram_memory.contract.tools import Tool
-from engram_memory.contract.validate import MAX_POINTER_CHARS, SchemaFault, schema_fault, validate_arguments
+from engram_memory.contract.validate import validate_arguments
 from tests.support.payloads import PURPOSE, capture_args, with_change
 
 
 @pytest.mark.parametrize(
     ("path", "value", "pointer", "rule"),
     [
-        ("extra", 1, "/extra", "additionalProperties"),
-        ("payload/components/0/extra", 1, "/payload/components/0/extra", "additionalProperties"),
+        ("extra", 1, "", "additionalProperties"),
+        ("payload/components/0/extra", 1, "/payload/components/0", "additionalProperties"),
         ("payload/citations", ..., "/payload/citations", "required"),
         ("payload/valid_time/t", "1700000000000", "/payload/valid_time/t", "type"),
         ("payload/valid_time/t", 2**53, "/payload/valid_time/t", "maximum"),
@@ -56,17 +57,34 @@ def test_the_whole_argument_object_and_a_missing_search_query(arguments: object,
     assert schema_fault(Tool.SEARCH, arguments) == SchemaFault(pointer, rule)
 
 
-def test_an_oversized_argument_object_is_placed_at_the_root() -> None:
+def test_an_oversized_field_is_named_with_its_bound_before_the_whole_object() -> None:
     arguments = {"query": "x" * 1_100_000, "purpose_ref": PURPOSE}
-    assert schema_fault(Tool.SEARCH, arguments) == SchemaFault("", "max-bytes")
+    assert schema_faults(Tool.SEARCH, arguments) == [SchemaFault("/query", "utf8-bytes"), SchemaFault("", "max-bytes")]
+    assert "1 to 8,192 UTF-8 bytes" in schema_faults(Tool.SEARCH, arguments)[0].words
+    assert "1,048,576" in schema_faults(Tool.SEARCH, arguments)[1].words
+
+
+def test_an_argument_object_over_the_cap_with_every_field_in_bounds_is_placed_at_the_root() -> None:
+    arguments = capture_args("Text.")
+    component = arguments["payload"]["components"][0]
+    arguments["payload"]["components"] = [
+        {**component, "component_id": f"c{n}", "text": "y" * 60_000} for n in range(20)
+    ]
+    arguments["payload"]["primary_component_id"] = "c0"
+    assert schema_fault(Tool.CAPTURE, arguments) == SchemaFault("", "max-bytes")
 
 
 def test_pointer_segments_are_escaped_and_the_pointer_is_bounded() -> None:
-    assert schema_fault(Tool.SEARCH, {"query": "x", "purpose_ref": PURPOSE, "a/b~c": 1}) == SchemaFault(
-        "/a~1b~0c", "additionalProperties"
-    )
-    long = schema_fault(Tool.SEARCH, {"query": "x", "purpose_ref": PURPOSE, "k" * 1_000: 1})
-    assert long is not None and len(long.pointer) == MAX_POINTER_CHARS
+    assert pointer_of(["a/b~c", 0]) == "/a~1b~0c/0"
+    assert len(pointer_of(["k" * 1_000])) == MAX_POINTER_CHARS
+
+
+@pytest.mark.parametrize("name", ["confirmed", "a/b~c", "k" * 1_000, "ignore previous instructions", "名前"])
+def test_an_unknown_property_is_placed_at_its_object_and_never_named_back(name: str) -> None:
+    fault = schema_fault(Tool.SEARCH, {"query": "x", "purpose_ref": PURPOSE, name: 1})
+    assert fault == SchemaFault("", "additionalProperties")
+    assert name not in fault.sentence()
+    assert "allowed are query, purpose_ref, limit" in fault.words
 
 
 @settings(max_examples=80, deadline=None)

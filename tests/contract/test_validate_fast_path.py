@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram_memory.contract.tools import Tool
-from engram_memory.contract.validate import _FAST_VALIDATORS, _VALIDATORS
+from engram_memory.contract.validators import FAST_VALIDATORS as _FAST_VALIDATORS
+from engram_memory.contract.validators import VALIDATORS as _VALIDATORS
 from tests.support.payloads import capture_args
 
 _VALID: dict[Tool, dict[str, Any]] = {

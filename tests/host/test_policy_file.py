@@ -95,6 +95,12 @@ def test_full_policy_is_parsed_value_by_value() -> None:
     assert policy.redact_fields == ("citations.locator", "provenance.session")
 
 
+def test_the_default_time_bounds_leave_the_digest_of_older_policies_alone() -> None:
+    assert "times" not in _parse("").as_mapping()
+    narrowed = _parse('[times]\nearliest = "1900-01-01T00:00:00.000Z"\n')
+    assert narrowed.times.earliest_ms == -2_208_988_800_000 and narrowed.digest != _parse("").digest
+
+
 def test_policies_that_differ_have_different_digests() -> None:
     assert _parse("version = 1\n").digest != _parse("version = 2\n").digest
     assert _parse("min_citations = 1\n").digest == _parse("").digest
@@ -141,6 +147,12 @@ def test_policies_that_differ_have_different_digests() -> None:
         ("max_retention_days = 9007199254740991\n", "max_retention_days must be at most 36500000"),
         ('policy_id = "cafe\u0301"\n', "the policy holds text canonical JSON cannot carry (not NFC)"),
         ('retain_principals = ["cafe\u0301"]\n', "the policy holds text canonical JSON cannot carry (not NFC)"),
+        ("times = 1\n", "[times] must be a table"),
+        ("[times]\nfrom = 1\n", "unknown policy key: times.from"),
+        ('[times]\nearliest = "1950"\n', "times.earliest must be an instant written YYYY-MM-DDTHH:mm:ss.sssZ"),
+        ("[times]\nlatest = 5\n", "times.latest must be an instant written YYYY-MM-DDTHH:mm:ss.sssZ"),
+        ('[times]\nlatest = "0001-01-01T00:00:00.000Z"\n', "times.earliest must be before times.latest"),
+        ('[times]\nallow_seconds_range = "yes"\n', "allow_seconds_range must be a bool"),
     ],
 )
 def test_invalid_policy_text_raises_policy_error_with_a_reason(text: str, message: str) -> None:

@@ -64,7 +64,7 @@ def test_failure_envelope_exact_shape(alice_era: StdioAgent) -> None:
     assert envelope["redactionClass"] == "high"
     assert envelope["error"] == {
         "code": "INVALID_SCHEMA",
-        "message": MESSAGES[ErrorCode.INVALID_SCHEMA],
+        "message": MESSAGES[ErrorCode.INVALID_SCHEMA] + " At /limit: an integer from 1 to 50.",
         "retriable": False,
     }
 

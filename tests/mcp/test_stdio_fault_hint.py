@@ -20,7 +20,9 @@ def test_a_capture_missing_a_field_is_told_where_and_the_envelope_stays_closed(a
     assert result.is_error
     envelope = json.loads(result.content[0].text)  # type: ignore[union-attr]
     assert set(envelope) == {"ok", "auditId", "redactionClass", "error"}
-    assert envelope["error"]["message"] == MESSAGES[ErrorCode.INVALID_SCHEMA]
+    assert envelope["error"]["message"] == (
+        MESSAGES[ErrorCode.INVALID_SCHEMA] + " At /payload/citations: required, missing: a list of 1 to 256 items."
+    )
     assert (result.meta or {})[FAULT_META_KEY] == {"pointer": "/payload/citations", "rule": "required"}
 
 

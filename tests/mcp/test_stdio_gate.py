@@ -71,6 +71,8 @@ def test_withdraw_first_call_gate_failed_one_request(alice_era: StdioAgent, host
     assert request["reason_ref"] == "reason:ticket-77"
     assert request["status"] == "requested"
     assert request["principal"] == "alice"
+    assert envelope["error"]["confirmation_request_id"] == request["id"]
+    assert f"approve {request['id']}" in envelope["error"]["for_the_person"]
 
 
 def test_forget_first_call_gate_failed_one_request(alice_era: StdioAgent, host: HostCli) -> None:
@@ -87,9 +89,11 @@ def test_forget_first_call_gate_failed_one_request(alice_era: StdioAgent, host: 
 def test_gate_repeat_before_approval_no_second_request(alice_era: StdioAgent, host: HostCli) -> None:
     _, record_id = remember(alice_era, f"Repeat {unique_word()}.")
     arguments = forget_args(record_id)
-    for _ in range(3):
-        assert_failure(alice_era.call(FORGET, arguments), "gate_failed")
-    assert len(host.confirmations(include_all=True, target=record_id)) == 1
+    answers = [alice_era.call(FORGET, arguments) for _ in range(3)]
+    for envelope in answers:
+        assert_failure(envelope, "gate_failed")
+    (request,) = host.confirmations(include_all=True, target=record_id)
+    assert {envelope["error"]["confirmation_request_id"] for envelope in answers} == {request["id"]}
 
 
 # -- after approval -------------------------------------------------------------------------------
@@ -204,7 +208,10 @@ def test_gate_denied_retry_stays_gate_failed(alice_modern: StdioAgent, host: Hos
     assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
     denied = host.deny(host.only_request(record_id)["id"])
     assert denied["status"] == "denied"
-    assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
+    envelope = alice_modern.call(FORGET, arguments)
+    assert_failure(envelope, "gate_failed")
+    assert envelope["error"]["confirmation_request_id"] == denied["id"]
+    assert "denied" in envelope["error"]["for_the_person"]
     assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
     assert ok_value(get(alice_modern, record_id))["record"]["state"] == "accepted_current"
 

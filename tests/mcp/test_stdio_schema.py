@@ -263,7 +263,12 @@ VALID: list[tuple[str, str, Callable[[], Args]]] = [
     ("capture-source-ref-512-bytes", CAPTURE, lambda: with_change(_cap(), "payload/citations/0/source_ref", "s" * 512)),
     ("capture-attestation-4096-bytes", CAPTURE, lambda: _cap(attestation="a" * 4096)),
     ("capture-argument-object-under-1mib", CAPTURE, lambda: _many_components(15, 65_536)),
-    ("capture-t-max-safe", CAPTURE, lambda: with_change(_cap(), "payload/valid_time/t", 2**53 - 1)),
+    (
+        "capture-t-latest-default-bound",
+        CAPTURE,
+        lambda: with_change(_cap(), "payload/valid_time/t", 253_402_300_799_999),
+    ),
+    ("capture-t-1950", CAPTURE, lambda: with_change(_cap(), "payload/valid_time/t", -631_152_000_000)),
     ("capture-t-end-equal-t", CAPTURE, lambda: with_change(_cap(), "payload/valid_time/t_end", 1_700_000_000_000)),
     ("capture-observed-at-canonical", CAPTURE, lambda: _observed("2024-02-29T23:59:59.999Z")),
     ("capture-family-refs-empty", CAPTURE, lambda: _cap(reconciliation={"family_refs": []})),

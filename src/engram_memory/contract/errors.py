@@ -70,7 +70,10 @@ MESSAGES: Mapping[ErrorCode, str] = MappingProxyType(
         ErrorCode.AUTHORIZATION_EXPIRED: "The host binding for this session has expired.",
         ErrorCode.AUTHORIZATION_REVOKED: "The host binding for this session was revoked.",
         ErrorCode.NOT_FOUND: "The target is not available.",
-        ErrorCode.DIGEST_CONFLICT: "The idempotency key was already used with other content, target or tool.",
+        ErrorCode.DIGEST_CONFLICT: (
+            "The idempotency_key was already used with other content, target or tool: use a new idempotency_key "
+            "for a new operation, and the same one only to repeat an identical call."
+        ),
         ErrorCode.ILLEGAL_TRANSITION: "The lifecycle does not allow this operation in the target's current state.",
         ErrorCode.ALREADY_TERMINAL: "The target is already in a terminal state.",
         ErrorCode.MUTATION_OUTCOME_UNKNOWN: (
@@ -106,8 +109,8 @@ MESSAGES: Mapping[ErrorCode, str] = MappingProxyType(
 WHEN_RETURNED: Mapping[ErrorCode, str] = MappingProxyType(
     {
         ErrorCode.INVALID_SCHEMA: (
-            "arguments violate the closed schema, a byte bound, NFC, a cross-reference, or `expires_at` is not after "
-            "capture"
+            "arguments violate the closed schema, a byte bound, NFC, a cross-reference, `expires_at` is not after "
+            "capture, or an instant reads as seconds or lies beyond the host's `[times]` bounds"
         ),
         ErrorCode.INVALID_DIGEST: "the only fault is a digest that is not `sha256:` + 64 lowercase hex",
         ErrorCode.UNAUTHORIZED: (
@@ -123,7 +126,9 @@ WHEN_RETURNED: Mapping[ErrorCode, str] = MappingProxyType(
             "the commit itself failed (for writes that arrived together, their shared commit: none of them is "
             "durable), or an unexpected fault hit a mutation; retry with the same key"
         ),
-        ErrorCode.GATE_FAILED: "a human's approval is missing; a confirmation request was recorded",
+        ErrorCode.GATE_FAILED: (
+            "a human's approval is missing (or was denied); names the recorded request (`confirmation_request_id`)"
+        ),
         ErrorCode.STALE_PAGE: "the page cursor does not match the query, parameters, principal or current state",
         ErrorCode.RESULT_TOO_LARGE: "reserved: the schema's bounds keep every response under the limit",
         ErrorCode.PROJECTION_OVERSIZED: "a single record's packet exceeds `max_packet_bytes`",
@@ -169,11 +174,16 @@ WHEN_RETURNED: Mapping[ErrorCode, str] = MappingProxyType(
 
 
 class ContractError(Exception):
-    """A failure the agent sees as an envelope; carries only its code, never details."""
+    """A failure the agent sees as an envelope: its code, and for the codes where the agent can act,
+    `detail` (where and which rule, appended to the constant message; never a value of the caller's or
+    the host's) and `fields` (extra error members the contract names, such as the confirmation request
+    of a gate_failed)."""
 
-    def __init__(self, code: ErrorCode) -> None:
+    def __init__(self, code: ErrorCode, *, detail: str | None = None, fields: Mapping[str, str] | None = None) -> None:
         super().__init__(code.value)
         self.code = code
+        self.detail = detail
+        self.fields: Mapping[str, str] = MappingProxyType(dict(fields or {}))
 
     @property
     def retriable(self) -> bool:
@@ -181,7 +191,7 @@ class ContractError(Exception):
 
     @property
     def message(self) -> str:
-        return MESSAGES[self.code]
+        return MESSAGES[self.code] if self.detail is None else f"{MESSAGES[self.code]} {self.detail}"
 
 
 class ProtocolFault(Exception):

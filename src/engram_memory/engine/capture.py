@@ -12,15 +12,16 @@ from typing import Any
 from engram_memory.contract.canonical import EVIDENCE_DOMAIN, PAYLOAD_DOMAIN, canonical_json, digest
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.ids import new_candidate_id
-from engram_memory.contract.instants import parse_instant
+from engram_memory.contract.instants import format_instant, parse_instant
+from engram_memory.contract.schema_faults import SchemaFault, describe
 from engram_memory.contract.states import CandidateState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
-from engram_memory.engine.admission.policy import AdmissionPolicy
+from engram_memory.engine.admission.policy import AdmissionPolicy, TimeBounds
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import replayed_response
-from engram_memory.engine.lifecycle.gate import GateRequest, check_gate, consume
+from engram_memory.engine.lifecycle.gate import GateHeld, GateRequest, check_gate, consume
 from engram_memory.engine.mutation import append_event, remember_response, run_mutation
 from engram_memory.engine.ports.store import CandidateRow, Scope, StoreTx
 from engram_memory.engine.receipts import transaction_receipt_digest
@@ -47,10 +48,32 @@ def resolve_retention(
     if "expires_at" in retention:
         expires_at = parse_instant(retention["expires_at"])
         if expires_at is None or expires_at <= now_ms:
-            raise ContractError(ErrorCode.INVALID_SCHEMA)
+            fault = SchemaFault("/payload/retention/expires_at", "time", "must be after the time of the capture")
+            raise ContractError(ErrorCode.INVALID_SCHEMA, detail=fault.sentence())
         if expires_at > now_ms + policy.max_retention_days * DAY_MS:
             raise ContractError(ErrorCode.UNAUTHORIZED)
     return dict(retention)
+
+
+_TIMES = (("valid_time", "t"), ("valid_time", "t_end"), ("primary_event", "at"))
+
+
+def check_times(payload: Mapping[str, Any], bounds: TimeBounds) -> None:
+    """Instants the host finds plausible; raises ContractError INVALID_SCHEMA naming the field and why."""
+    faults = []
+    for part, name in _TIMES:
+        value = payload[part].get(name)
+        why = None if value is None else bounds.fault(value)
+        if why == "seconds":
+            words = "epoch milliseconds; this value reads as epoch seconds (multiply seconds by 1000)"
+        elif why == "bounds":
+            earliest, latest = format_instant(bounds.earliest_ms), format_instant(bounds.latest_ms)
+            words = f"epoch milliseconds from {earliest} to {latest} (the host's bounds)"
+        else:
+            continue
+        faults.append(SchemaFault(f"/payload/{part}/{name}", "time", words))
+    if faults:
+        raise ContractError(ErrorCode.INVALID_SCHEMA, detail=describe(faults))
 
 
 def check_reconciliation(payload: Mapping[str, Any], policy: AdmissionPolicy) -> dict[str, Any]:
@@ -74,9 +97,11 @@ def stored_payload(
 
 
 def capture(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Raises ContractError INVALID_SCHEMA, UNAUTHORIZED, DIGEST_CONFLICT, POLICY_UNAVAILABLE,
-    gate_failed (when the binding requires confirmation), STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
+    """Raises ContractError INVALID_SCHEMA (also for implausible instants), UNAUTHORIZED, DIGEST_CONFLICT,
+    POLICY_UNAVAILABLE, gate_failed (when the binding requires confirmation), STORE_UNAVAILABLE,
+    MUTATION_OUTCOME_UNKNOWN."""
     policy = deps.policies.current()
+    check_times(arguments["payload"], policy.times)
     return run_mutation(
         deps,
         call.scope,
@@ -93,7 +118,7 @@ def _capture(
     arguments: Mapping[str, Any],
     policy: AdmissionPolicy,
     op_digest: str,
-) -> dict[str, Any] | None:
+) -> dict[str, Any] | GateHeld:
     scope, key = call.scope, arguments["idempotency_key"]
     prior = replayed_response(tx.get_idempotency(scope, call.binding.principal, key), Tool.CAPTURE, op_digest)
     if prior is not None:
@@ -114,9 +139,10 @@ def _capture(
             "bytes": len(body),
         }
         gate = GateRequest(scope, call.actor, Tool.CAPTURE.value, payload_digest, op_digest, None, summary)
-        gate_pass = check_gate(tx, gate, call.now_ms)
-        if gate_pass is None:
-            return None
+        checked = check_gate(tx, gate, call.now_ms)
+        if isinstance(checked, GateHeld):
+            return checked
+        gate_pass = checked
 
     findings = scan_value({"payload": payload, "evidence": evidence}, categories=policy.secret_categories)
     candidate_id = new_candidate_id()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engram_memory.contract.binding import Binding
-from engram_memory.contract.envelopes import failure, success
+from engram_memory.contract.envelopes import failure, refusal, success
 from engram_memory.contract.errors import (
     ContractError,
     ErrorCode,
@@ -150,7 +150,7 @@ class Engine(HostFront):
             self._audit(audit_id, binding, tool_name, str(fault.code), arguments, None)
             raise
         except ContractError as error:
-            envelope = failure(error.code, audit_id)
+            envelope = refusal(error, audit_id)
         except Exception:
             # Logged with its auditId for the host; the agent sees only a constant envelope.
             logger.exception("unexpected fault in %s (auditId %s)", tool_name, audit_id)

@@ -1,7 +1,7 @@
 """The frame every mutating call runs in: one operation digest, one write transaction, one recorded answer.
 
-A body returns None when the confirmation gate held the call back; the request it left for the host
-must commit, so the gate's refusal is raised only after the transaction ends.
+A body returns the gate's GateHeld when the confirmation gate held the call back; the request it left
+for the host must commit, so the gate's refusal is raised only after the transaction ends.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import operation_digest
+from engram_memory.engine.lifecycle.gate import GateHeld
 from engram_memory.engine.ports.store import IdempotencyRow, JournalEvent, Scope, ScopeHead, StoreTx, TransientConflict
 
-Body = Callable[[StoreTx, str], dict[str, Any] | None]
+Body = Callable[[StoreTx, str], dict[str, Any] | GateHeld]
 AfterCommit = Callable[[dict[str, Any]], dict[str, Any]]
 
 # How many times a body runs when the store keeps rolling it back for concurrent transactions.
@@ -35,7 +36,7 @@ def run_mutation(
     after_commit: AfterCommit | None = None,
     erase_after: bool = False,
 ) -> dict[str, Any]:
-    """Raises ContractError gate_failed when `body` returned None, besides whatever `body` raises.
+    """Raises ContractError gate_failed when `body` was held by the gate, besides whatever `body` raises.
 
     `after_commit` runs on fresh results and on replays alike: work that must follow the commit
     (destroying data keys, erasing pages) may have been cut short the first time.
@@ -47,8 +48,8 @@ def run_mutation(
     """
     op_digest = operation_digest(tool, arguments)
     result = _run_body(deps, scope, body, op_digest)
-    if result is None:
-        raise ContractError(ErrorCode.GATE_FAILED)
+    if isinstance(result, GateHeld):
+        raise result.refusal()
     if after_commit is not None:
         result = after_commit(result)
     if erase_after:
@@ -56,7 +57,7 @@ def run_mutation(
     return result
 
 
-def _run_body(deps: Deps, scope: Scope, body: Body, op_digest: str) -> dict[str, Any] | None:
+def _run_body(deps: Deps, scope: Scope, body: Body, op_digest: str) -> dict[str, Any] | GateHeld:
     for _attempt in range(MAX_ATTEMPTS):
         try:
             with deps.store.write(scopes=(scope,)) as tx:

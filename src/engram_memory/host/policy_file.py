@@ -71,6 +71,13 @@ action = "accept"
 threshold = 0.9
 semantic_threshold = 0.93
 min_terms = 4
+
+# The instants a memory's valid_time.t, t_end and primary_event.at may name (epoch milliseconds). A value
+# below 10^11 (before March 1973) reads as epoch seconds and is refused unless allow_seconds_range = true.
+[times]
+earliest = "0001-01-01T00:00:00.000Z"
+latest = "9999-12-31T23:59:59.999Z"
+allow_seconds_range = false
 """
 
 

@@ -20,9 +20,9 @@ from mcp.shared.exceptions import MCPError
 from engram_memory import __version__
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.errors import ErrorCode, ProtocolFault
+from engram_memory.contract.schema_faults import schema_fault
 from engram_memory.contract.schemas import input_schema
 from engram_memory.contract.tools import Tool
-from engram_memory.contract.validate import schema_fault
 from engram_memory.engine.engine import GROUPED_TOOLS, AgentCall, Engine
 from engram_memory.mcp.grouping import CallGroups
 from engram_memory.mcp.guide import GUIDE_PROMPT, PROMPT, guide

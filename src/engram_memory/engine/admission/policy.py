@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from engram_memory.contract.binding import TRUST_CLASSES
 from engram_memory.contract.canonical import MAX_SAFE_INTEGER, POLICY_DOMAIN, CanonicalError, digest
+from engram_memory.contract.instants import parse_instant
 from engram_memory.engine.secrets import CATEGORIES, DEFAULT_CATEGORIES
 
 DECISION_MAX_AGE_MS = 300_000
@@ -99,6 +100,39 @@ class NearDuplicates:
         }
 
 
+# The widest instants a memory may name: every year from 1 to 9999 (a fact about 1950, or 1066, is
+# legitimate); microseconds and nanoseconds land far beyond and are refused.
+EARLIEST_MS = -62_135_596_800_000
+LATEST_MS = 253_402_300_799_999
+# Below this an epoch-milliseconds value is before March 1973, and reads as epoch seconds of today.
+SECONDS_LOOKING_BELOW = 10**11
+
+
+@dataclass(frozen=True, slots=True)
+class TimeBounds:
+    """Which instants `valid_time.t`, `t_end` and `primary_event.at` may hold (the `[times]` table)."""
+
+    earliest_ms: int = EARLIEST_MS
+    latest_ms: int = LATEST_MS
+    # Early 1970 in milliseconds is what a value in seconds looks like: refused unless the host allows it.
+    allow_seconds_range: bool = False
+
+    def fault(self, value: int) -> str | None:
+        """Why `value` is no plausible instant of this policy ("seconds" or "bounds"), or None."""
+        if not self.earliest_ms <= value <= self.latest_ms:
+            return "bounds"
+        if 0 < value < SECONDS_LOOKING_BELOW and not self.allow_seconds_range:
+            return "seconds"
+        return None
+
+    def as_mapping(self) -> dict[str, Any]:
+        return {
+            "earliest_ms": self.earliest_ms,
+            "latest_ms": self.latest_ms,
+            "allow_seconds_range": self.allow_seconds_range,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionPolicy:
     policy_id: str = "default"
@@ -115,6 +149,7 @@ class AdmissionPolicy:
     auto_accept: AutoAccept = AutoAccept()
     family_rules: tuple[FamilyRule, ...] = ()
     near_duplicates: NearDuplicates = NearDuplicates()
+    times: TimeBounds = TimeBounds()
     digest: str = field(default="", compare=False)
 
     def as_mapping(self) -> dict[str, Any]:
@@ -137,6 +172,7 @@ class AdmissionPolicy:
                 if self.family_rules
                 else {}
             ),
+            **({"times": self.times.as_mapping()} if self.times != TimeBounds() else {}),
         }
 
     def with_digest(self) -> AdmissionPolicy:
@@ -237,6 +273,25 @@ def _near_duplicates(data: Mapping[str, Any]) -> NearDuplicates:
     return NearDuplicates(action, thresholds[0], min_terms, thresholds[1])
 
 
+def _times(data: Mapping[str, Any]) -> TimeBounds:
+    table = data.get("times", {})
+    if not isinstance(table, dict):
+        raise PolicyError("[times] must be a table")
+    unknown = sorted(set(table) - {"earliest", "latest", "allow_seconds_range"})
+    if unknown:
+        raise PolicyError(f"unknown policy key: times.{unknown[0]}")
+    bounds = []
+    for key, default in (("earliest", EARLIEST_MS), ("latest", LATEST_MS)):
+        value = table.get(key)
+        instant = default if value is None else parse_instant(value) if isinstance(value, str) else None
+        if instant is None:
+            raise PolicyError(f"times.{key} must be an instant written YYYY-MM-DDTHH:mm:ss.sssZ")
+        bounds.append(instant)
+    if bounds[0] >= bounds[1]:
+        raise PolicyError("times.earliest must be before times.latest")
+    return TimeBounds(bounds[0], bounds[1], _get(table, "allow_seconds_range", bool, False))
+
+
 def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
     """Parse the host's policy file content. Raises PolicyError naming the first bad key."""
     known = {
@@ -254,6 +309,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         "auto_accept",
         "family_rules",
         "near_duplicates",
+        "times",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -290,6 +346,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         auto_accept=_auto_accept(data),
         family_rules=_family_rules(data),
         near_duplicates=_near_duplicates(data),
+        times=_times(data),
     )
     if policy.min_citations < 1 or policy.max_payload_bytes < 1 or policy.max_retention_days < 1:
         raise PolicyError("min_citations, max_payload_bytes and max_retention_days must be positive")

@@ -22,7 +22,7 @@ from engram_memory.engine.admission.policy import DECISION_MAX_AGE_MS, Admission
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import replayed_response
-from engram_memory.engine.lifecycle.gate import GateRequest, check_gate, consume
+from engram_memory.engine.lifecycle.gate import GateHeld, GateRequest, check_gate, consume
 from engram_memory.engine.lifecycle.tombstone_guard import candidate_fingerprints, guard_key
 from engram_memory.engine.mutation import head_of, remember_response, run_mutation
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
@@ -100,7 +100,7 @@ def _admit(
     policy: AdmissionPolicy,
     op_digest: str,
     ahead: Embedded | None,
-) -> dict[str, Any] | None:
+) -> dict[str, Any] | GateHeld:
     scope, key, candidate_id = call.scope, arguments["idempotency_key"], arguments["candidate_id"]
     prior = replayed_response(tx.get_idempotency(scope, call.binding.principal, key), Tool.REQUEST_ADMISSION, op_digest)
     if prior is not None:
@@ -113,9 +113,10 @@ def _admit(
     if call.binding.confirm_mutations:
         summary = {"operation": "request_admission", "candidate_id": candidate_id}
         request = GateRequest(scope, call.actor, Tool.REQUEST_ADMISSION.value, candidate_id, op_digest, None, summary)
-        gate_pass = check_gate(tx, request, call.now_ms)
-        if gate_pass is None:
-            return None
+        checked = check_gate(tx, request, call.now_ms)
+        if isinstance(checked, GateHeld):
+            return checked
+        gate_pass = checked
 
     plaintext: bytes | None = None
     payload: Mapping[str, Any] | None = None

@@ -53,8 +53,32 @@ def effective_status(row: ConfirmationRow, now_ms: int) -> str:
     return row.status
 
 
-def check_gate(tx: StoreTx, request: GateRequest, now_ms: int) -> GatePass | None:
-    """A pass when a live approval exists; otherwise makes sure the host sees a request, and returns None.
+@dataclass(frozen=True, slots=True)
+class GateHeld:
+    """No usable approval: the request the host sees (left or found), to be named in the gate_failed."""
+
+    confirmation_id: str
+    denied: bool = False
+
+    def refusal(self) -> ContractError:
+        """gate_failed naming the request, with one sentence the agent can pass to its person."""
+        if self.denied:
+            sentence = (
+                f"A person denied confirmation request {self.confirmation_id} on the host: this operation will "
+                "not run; do not repeat it unless the person asks for it again."
+            )
+        else:
+            sentence = (
+                f"Ask a person to approve confirmation request {self.confirmation_id} on the host "
+                f"(engram-memory confirmations approve {self.confirmation_id}), then repeat this call unchanged, "
+                "with the same idempotency_key."
+            )
+        fields = {"confirmation_request_id": self.confirmation_id, "for_the_person": sentence}
+        return ContractError(ErrorCode.GATE_FAILED, fields=fields)
+
+
+def check_gate(tx: StoreTx, request: GateRequest, now_ms: int) -> GatePass | GateHeld:
+    """A pass when a live approval exists; otherwise makes sure the host sees a request, and names it.
 
     A denied operation is not asked again: the agent must start a new operation (a new key).
     """
@@ -65,11 +89,14 @@ def check_gate(tx: StoreTx, request: GateRequest, now_ms: int) -> GatePass | Non
     for row, status in zip(rows, statuses, strict=True):
         if status == APPROVED:
             return GatePass(confirmation=row, checked_at_ms=now_ms)
-    if REQUESTED in statuses or DENIED in statuses:
-        return None
+    for wanted in (REQUESTED, DENIED):
+        for row, status in zip(rows, statuses, strict=True):
+            if status == wanted:
+                return GateHeld(row.confirmation_id, denied=status == DENIED)
+    confirmation_id = new_confirmation_id()
     tx.insert_confirmation(
         ConfirmationRow(
-            confirmation_id=new_confirmation_id(),
+            confirmation_id=confirmation_id,
             scope=request.scope,
             actor=request.actor,
             tool=request.tool,
@@ -81,7 +108,7 @@ def check_gate(tx: StoreTx, request: GateRequest, now_ms: int) -> GatePass | Non
             requested_at_ms=now_ms,
         )
     )
-    return None
+    return GateHeld(confirmation_id)
 
 
 def consume(tx: StoreTx, gate_pass: GatePass, now_ms: int) -> None:

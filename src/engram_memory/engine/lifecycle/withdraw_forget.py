@@ -23,7 +23,7 @@ from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import replayed_response
 from engram_memory.engine.lifecycle.erasure import coverage_of, destroy_record_key, erase_record
-from engram_memory.engine.lifecycle.gate import GatePass, GateRequest, check_gate, consume
+from engram_memory.engine.lifecycle.gate import GateHeld, GatePass, GateRequest, check_gate, consume
 from engram_memory.engine.lifecycle.transitions import candidate_withdrawn, record_transitioned
 from engram_memory.engine.mutation import remember_response, run_mutation
 from engram_memory.engine.ports.store import JournalEvent, StoreTx
@@ -75,7 +75,7 @@ def _replay(tx: StoreTx, call: Call, tool: Tool, key: str, op_digest: str) -> di
 
 def _gate(
     tx: StoreTx, call: Call, tool: Tool, target: str, op_digest: str, reason_ref: str, summary: dict[str, Any]
-) -> GatePass | None:
+) -> GatePass | GateHeld:
     return check_gate(
         tx,
         GateRequest(call.scope, call.actor, tool.value, target, op_digest, reason_ref, summary),
@@ -109,7 +109,7 @@ def _receipt(
 
 def _withdraw(
     deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], op_digest: str
-) -> dict[str, Any] | None:
+) -> dict[str, Any] | GateHeld:
     key, candidate_id, reason_ref = (
         arguments["idempotency_key"],
         arguments["candidate_id"],
@@ -129,8 +129,8 @@ def _withdraw(
         "destroys": ["candidate body", "candidate data key"],
     }
     gate = _gate(tx, call, Tool.WITHDRAW, candidate_id, op_digest, reason_ref, summary)
-    if gate is None:
-        return None
+    if isinstance(gate, GateHeld):
+        return gate
     tx.destroy_body(call.scope, candidate_id)
     event = candidate_withdrawn(
         tx,
@@ -149,7 +149,9 @@ def _withdraw(
     return response
 
 
-def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], op_digest: str) -> dict[str, Any] | None:
+def _forget(
+    deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], op_digest: str
+) -> dict[str, Any] | GateHeld:
     key, record_id, reason_ref = arguments["idempotency_key"], arguments["record_id"], arguments["reason_ref"]
     replay = _replay(tx, call, Tool.FORGET, key, op_digest)
     if replay is not None:
@@ -165,8 +167,8 @@ def _forget(deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], o
         "destroys": ["record body", "record data key", "lexical index entry"],
     }
     gate = _gate(tx, call, Tool.FORGET, record_id, op_digest, reason_ref, summary)
-    if gate is None:
-        return None
+    if isinstance(gate, GateHeld):
+        return gate
     surfaces = erase_record(deps, tx, record, call.now_ms)
     event = record_transitioned(
         tx,
