@@ -36,6 +36,7 @@ from tests.mcp.helpers import (
     TRUSTED_CONTEXT_CODE,
     TRUSTED_CONTEXT_MESSAGE,
     HostCli,
+    admit,
     assert_failure,
     assert_trusted_context_unavailable,
     assert_unknown_tool,
@@ -218,6 +219,13 @@ def test_capture_admission_search_get_forget_flow_with_cli_approval(site: Site, 
     assert forgotten["receipt"]["to_state"] == "tombstoned"
     assert found_ids(alice, word) == []
     assert_failure(get(alice, record_id), "NOT_FOUND")
+
+
+def test_a_rejected_admission_carries_its_reasons_over_http(alice: HttpAgent) -> None:
+    secret = "AKIA" + "IOSFODNN7EXAMPLE"
+    captured = capture(alice, f"The {unique_word('httpsecret')} deploy key id is {secret}.")
+    outcome = admit(alice, captured["candidate_id"])["outcome"]
+    assert (outcome["status"], outcome["reasons"]) == ("rejected", ["secret:cloud_key"])
 
 
 # -- refusals -----------------------------------------------------------------------------------------

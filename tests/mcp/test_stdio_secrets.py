@@ -15,6 +15,7 @@ import pytest
 from tests.mcp.helpers import (
     ADMIT,
     CAPTURE,
+    HostCli,
     Pool,
     admit,
     assert_failure,
@@ -119,8 +120,29 @@ def test_secret_admission_rejected(rejected: dict[tuple[str, str], dict[str, Any
     assert value["replayed"] is False
     outcome = value["outcome"]
     assert outcome["status"] == "rejected"
-    assert set(outcome) == {"status", "candidate_id", "cursor", "decision_receipt_digest", "transaction_receipt_digest"}
+    assert set(outcome) == {
+        "status",
+        "candidate_id",
+        "reasons",
+        "cursor",
+        "decision_receipt_digest",
+        "transaction_receipt_digest",
+    }
     assert outcome["candidate_id"] == rejected[case]["captured"]["candidate_id"]
+    assert outcome["reasons"] and all(reason.startswith("secret:") for reason in outcome["reasons"])
+    assert rejected[case]["secret"] not in json.dumps(value)
+
+
+@pytest.mark.parametrize("case", CASES[:2], ids=_ids(CASES[:2]))
+def test_review_show_gives_a_rejected_candidates_reasons(
+    host: HostCli, rejected: dict[tuple[str, str], dict[str, Any]], case: tuple[str, str]
+) -> None:
+    candidate_id = rejected[case]["captured"]["candidate_id"]
+    shown = json.loads(host.run("review", "show", candidate_id, "--json").stdout)
+    assert shown["reasons"] == rejected[case]["admission"]["outcome"]["reasons"]
+    assert shown["candidate"]["state"] == "rejected"
+    text = host.run("review", "show", candidate_id).stdout
+    assert all(reason in text for reason in shown["reasons"]) and rejected[case]["secret"] not in text
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids(CASES))

@@ -1,6 +1,7 @@
 # ruff: noqa: RUF001 - Chinese and Japanese text carries full-width punctuation on purpose
 """The near-duplicate rule (issue 20), in-process on both stores: off by default; when on, a near-identical
-candidate waits for a person with the match shown, in every language, and nothing is ever dropped."""
+candidate waits for a person with the match shown, in every language, and nothing is ever dropped. (Text
+that is the same once folded is one memory, `duplicate_exact`: the near texts here reorder their words.)"""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def _status(agent: InProcessAgent, text: str, **options: object) -> dict[str, ob
 
 def test_the_rule_is_off_by_default(agent: InProcessAgent) -> None:
     agent.remember("The nightly export writes parquet files to the analytics bucket.")
-    again = _status(agent, "The nightly export writes parquet files to the analytics bucket!")
+    again = _status(agent, "To the analytics bucket the nightly export writes parquet files.")
     assert again["status"] == "accepted"
 
 
@@ -45,7 +46,7 @@ def test_a_near_identical_candidate_waits_for_a_person_who_sees_the_match(
 ) -> None:
     _rule(paths)
     first = agent.remember("The nightly export writes parquet files to the analytics bucket.")
-    waiting = _status(agent, "the nightly export writes Parquet files to the analytics bucket!!")
+    waiting = _status(agent, "To the analytics bucket the nightly export writes Parquet files!")
     assert waiting["status"] == "pending_adjudication"
     [queued] = steered.review_queue()
     assert queued.review_reasons == ("near_duplicate",)
@@ -63,7 +64,7 @@ def test_different_short_or_superseding_texts_pass(agent: InProcessAgent, paths:
     agent.remember("The nightly export writes parquet files to the analytics bucket.")
     assert _status(agent, "The weekly export writes CSV files to the finance share.")["status"] == "accepted"
     agent.remember("Thanks, sounds good!")
-    assert _status(agent, "Thanks, sounds good!!")["status"] == "accepted"  # fewer than min_terms tokens
+    assert _status(agent, "Sounds good, thanks!")["status"] == "accepted"  # fewer than min_terms tokens
     old = _status(agent, "The staging refresh runs every night at two.", reconciliation={"family_refs": ["fact:x"]})
     new = _status(
         agent,
@@ -79,15 +80,15 @@ def test_different_short_or_superseding_texts_pass(agent: InProcessAgent, paths:
     [
         (
             "배포는 격주 화요일 오전에 진행하며 핫픽스는 리뷰어 승인 후에만 포함한다.",
-            "배포는 격주 화요일 오전에 진행하며, 핫픽스는 리뷰어 승인 후에만 포함한다",
+            "핫픽스는 리뷰어 승인 후에만 포함한다, 배포는 격주 화요일 오전에 진행하며",
         ),
         (
             "发布列车每隔一个星期二出发，热修复须经评审者批准才能搭车。",
-            "發布列車每隔一個星期二出發，熱修復須經評審者批准才能搭車。",
+            "熱修復須經評審者批准才能搭車，發布列車每隔一個星期二出發。",
         ),
         (
             "リリースは隔週火曜日で、ホットフィックスはレビュアーの承認が必要です。",
-            "リリースは隔週火曜日で、ホットフィックスはレビュアーの承認が必要です！",
+            "ホットフィックスはレビュアーの承認が必要です、リリースは隔週火曜日で！",
         ),
     ],
 )

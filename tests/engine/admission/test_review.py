@@ -167,7 +167,7 @@ def test_show_refuses_unknown_and_decided_candidates(served: Engine, paths: Host
     with pytest.raises(ReviewError, match=r"^no such candidate: cand_unknown$"):
         review.show_candidate(steered.deps, "cand_unknown")
     review.reject_candidate(steered.deps, candidate_id, decided_by=HOST)
-    with pytest.raises(ReviewError, match="is rejected: its body is gone"):
+    with pytest.raises(review.CandidateDecided, match=r"is rejected \(review:person\): its body is gone"):
         review.show_candidate(steered.deps, candidate_id)
 
 

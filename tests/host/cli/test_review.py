@@ -225,11 +225,12 @@ def test_review_refusals_are_one_line_and_name_the_code(site: Site) -> None:
         (("review", "show", "cand_nope"), "no such candidate: cand_nope"),
         (("review", "accept", site.plain), f"ALREADY_TERMINAL: candidate {site.plain} is rejected, not pending"),
         (("review", "reject", site.flagged), f"ILLEGAL_TRANSITION: candidate {site.flagged} is accepted_current"),
-        (("review", "show", site.plain), f"candidate {site.plain} is rejected: its body is gone"),
     ]
     for args, reason in cases:
         line = assert_one_line_failure(cli(*args, "--json", "--home", site.home))
         assert line.startswith(ERROR + reason), line
+    decided = _json("review", "show", site.plain, "--json", "--home", site.home)
+    assert (decided["candidate"]["state"], decided["reasons"]) == ("rejected", ["review:person"])
 
 
 def test_review_decision_with_a_broken_policy_is_policy_unavailable(site: Site) -> None:

@@ -6,6 +6,7 @@ transaction. The agent can never supply a decision, only ask for one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -56,6 +57,7 @@ def decide(
     supersedes: tuple[str, ...] = (),
     weigh_against: tuple[str, ...] = (),
     near_duplicate: bool = False,
+    same_text: bool = False,
 ) -> Decision:
     """Ordinary rejections come first and stay rejections; only a would-be acceptance is rerouted.
 
@@ -63,7 +65,8 @@ def decide(
     cannot quietly bring back what someone chose to forget; so does a family whose rule says a person
     weighs the candidate against its current members (`weigh_against`, engine/admission/families.py), and
     a near-identical current memory (`near_duplicate`, engine/admission/near_duplicates.py).
-    `supersedes` is what an acceptance makes historical.
+    `supersedes` is what an acceptance makes historical; `same_text` says `duplicate_of` has the
+    candidate's text rather than its payload digest.
     """
 
     def verdict(kind: Verdict, *reasons: str, duplicate: str | None = None) -> Decision:
@@ -74,7 +77,7 @@ def decide(
     if rejections:
         return verdict(Verdict.REJECT, *rejections)
     if duplicate_of is not None:
-        return verdict(Verdict.DUPLICATE, "duplicate_exact", duplicate=duplicate_of)
+        return verdict(Verdict.DUPLICATE, "duplicate_text" if same_text else "duplicate_exact", duplicate=duplicate_of)
     held = (
         ("tombstone_guard", tombstoned),
         ("family_review", bool(weigh_against)),
@@ -92,6 +95,29 @@ def decide(
             return verdict(Verdict.ACCEPT, *trusted)
         return verdict(Verdict.ADJUDICATE, "review_mode")
     return verdict(Verdict.ACCEPT, "policy_checks_passed")
+
+
+# A decision's reasons as the agent and the host's review show them: rule and detector names, never text.
+_SHOWN_REASONS = {
+    "size": "policy:max_payload_bytes",
+    "citations": "policy:min_citations",
+    "attestation": "policy:require_attestation",
+    "review_mode": "policy:review_all",
+    "family_review": "policy:family_rules",
+    "near_duplicate": "policy:near_duplicates",
+    "tombstone_guard": "guard:tombstone",
+    "duplicate_exact": "duplicate:same_payload",
+    "duplicate_text": "duplicate:same_text",
+    "host_review": "review:person",
+    "awaiting_review": "review:awaiting_person",
+}
+# The outcomes an answer explains; an acceptance needs no reasons.
+EXPLAINED = frozenset({Verdict.REJECT, Verdict.ADJUDICATE, Verdict.DUPLICATE})
+
+
+def shown_reasons(reasons: Sequence[str]) -> list[str]:
+    """`secret:<category>` as it is; every other reason by the rule's name (`policy:review_all`)."""
+    return [_SHOWN_REASONS.get(reason, reason) for reason in reasons]
 
 
 def rejection_reasons(policy: AdmissionPolicy, facts: CandidateFacts) -> list[str]:

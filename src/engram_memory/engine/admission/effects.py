@@ -95,7 +95,7 @@ def apply_decision(
         state=state.value,
         adjudication=adjudication,
         record_id=record_id,
-        review_reasons=decision.reasons if adjudication else (),
+        review_reasons=decision.reasons if adjudication or decision.verdict is Verdict.REJECT else (),
     )
     return events, record_id
 

@@ -14,11 +14,20 @@ from typing import Any
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
 from engram_memory.contract.tools import Tool
-from engram_memory.engine.admission.decision import CandidateFacts, Decision, Verdict, decide, rejection_reasons
+from engram_memory.engine.admission.decision import (
+    EXPLAINED,
+    CandidateFacts,
+    Decision,
+    Verdict,
+    decide,
+    rejection_reasons,
+    shown_reasons,
+)
 from engram_memory.engine.admission.effects import apply_decision
 from engram_memory.engine.admission.families import FamilyPlan, family_refs, plan_families
 from engram_memory.engine.admission.near_duplicates import is_near_duplicate
 from engram_memory.engine.admission.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
+from engram_memory.engine.admission.same_text import same_text_record
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import replayed_response
@@ -123,38 +132,7 @@ def _admit(
     if candidate.adjudication:
         decision = Decision(Verdict.ADJUDICATE, ("awaiting_review",), policy.policy_id, policy.version, policy.digest)
     else:
-        facts = candidate_facts(candidate)
-        duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
-        tombstoned = near = False
-        family = FamilyPlan()
-        if duplicate_of is None and not rejection_reasons(policy, facts):
-            # Only a would-be acceptance needs the text: it is compared with what the scope forgot, and
-            # its families with the scope's current records.
-            plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
-            payload = json.loads(plaintext)["payload"]
-            tombstoned = is_forgotten(deps, tx, candidate, payload)
-            if family_refs(payload):
-                family = plan_families(deps.cursor_key, tx, scope, policy, payload)
-            # A candidate already held for a person needs no further look (the rule may embed texts).
-            near = not (tombstoned or family.weigh_against) and is_near_duplicate(
-                tx,
-                scope,
-                policy,
-                payload,
-                call.now_ms,
-                family.supersedes,
-                semantic=deps.semantic,
-                payload_of=lambda record_id: read_payload(deps, tx, scope, record_id, "record"),
-            )
-        decision = decide(
-            policy,
-            facts,
-            duplicate_of=duplicate_of,
-            tombstoned=tombstoned,
-            supersedes=family.supersedes,
-            weigh_against=family.weigh_against,
-            near_duplicate=near,
-        )
+        decision, plaintext, payload = _policy_decision(deps, tx, call, candidate, policy)
     decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
     events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext, payload, ahead)
 
@@ -167,6 +145,8 @@ def _admit(
     outcome: dict[str, Any] = {"status": _STATUS[decision.verdict], "candidate_id": candidate_id}
     if record_id is not None:
         outcome["record_id"] = record_id
+    if decision.verdict in EXPLAINED:
+        outcome["reasons"] = shown_reasons(decision.reasons)
     if decision.supersedes:
         outcome["superseded_record_ids"] = list(decision.supersedes)
     outcome["cursor"] = events[-1].cursor if events else head_of(tx, call).cursor
@@ -174,6 +154,51 @@ def _admit(
     outcome["transaction_receipt_digest"] = transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, key, events)
     remember_response(tx, call, Tool.REQUEST_ADMISSION, arguments, op_digest, candidate_id, {"outcome": outcome})
     return {"outcome": outcome, "replayed": False}
+
+
+def _policy_decision(
+    deps: Deps, tx: StoreTx, call: Call, candidate: CandidateRow, policy: AdmissionPolicy
+) -> tuple[Decision, bytes | None, Mapping[str, Any] | None]:
+    """The policy's decision on a candidate, with its body and payload when they had to be opened."""
+    scope = candidate.scope
+    facts = candidate_facts(candidate)
+    duplicate = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
+    if duplicate is not None or rejection_reasons(policy, facts):
+        return decide(policy, facts, duplicate_of=duplicate, tombstoned=False), None, None
+    # Only a would-be acceptance needs the text: it is compared with the scope's current records, with
+    # what the scope forgot, and its families with the scope's current records.
+    plaintext = read_body(deps, tx, scope, candidate.candidate_id, "candidate")
+    payload = json.loads(plaintext)["payload"]
+
+    def payload_of(record_id: str) -> Mapping[str, Any]:
+        return read_payload(deps, tx, scope, record_id, "record")
+
+    same = same_text_record(tx, scope, payload, call.now_ms, payload_of)
+    if same is not None:
+        return decide(policy, facts, duplicate_of=same, tombstoned=False, same_text=True), plaintext, payload
+    tombstoned = is_forgotten(deps, tx, candidate, payload)
+    family = plan_families(deps.cursor_key, tx, scope, policy, payload) if family_refs(payload) else FamilyPlan()
+    # A candidate already held for a person needs no further look (the rule may embed texts).
+    near = not (tombstoned or family.weigh_against) and is_near_duplicate(
+        tx,
+        scope,
+        policy,
+        payload,
+        call.now_ms,
+        family.supersedes,
+        semantic=deps.semantic,
+        payload_of=payload_of,
+    )
+    decision = decide(
+        policy,
+        facts,
+        duplicate_of=None,
+        tombstoned=tombstoned,
+        supersedes=family.supersedes,
+        weigh_against=family.weigh_against,
+        near_duplicate=near,
+    )
+    return decision, plaintext, payload
 
 
 def candidate_facts(candidate: CandidateRow) -> CandidateFacts:

@@ -16,12 +16,13 @@ from typing import Any
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
 from engram_memory.contract.tools import Tool
-from engram_memory.engine.admission.decision import Decision, Verdict, rejection_reasons
+from engram_memory.engine.admission.decision import EXPLAINED, Decision, Verdict, rejection_reasons, shown_reasons
 from engram_memory.engine.admission.effects import EFFECTS, apply_decision
 from engram_memory.engine.admission.families import current_members, family_refs, plan_families, plan_of
 from engram_memory.engine.admission.near_duplicates import near_matches
 from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.admission.request import candidate_facts
+from engram_memory.engine.admission.same_text import same_text_record
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import host_actor, reason_ref_ok
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
@@ -36,6 +37,18 @@ _ALL_CATEGORIES = frozenset(CATEGORIES)
 
 class ReviewError(Exception):
     """A host-side refusal with a one-line reason (unknown id, not pending, the policy forbids it)."""
+
+
+class CandidateDecided(ReviewError):
+    """The candidate was decided already: its body is gone, what remains is its row and the reasons."""
+
+    def __init__(self, candidate: CandidateRow) -> None:
+        self.candidate = candidate
+        self.reasons = tuple(shown_reasons(candidate.review_reasons))
+        why = f" ({', '.join(self.reasons)})" if self.reasons else ""
+        super().__init__(
+            f"candidate {candidate.candidate_id} is {candidate.state}{why}: its body is gone, nothing to show"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +112,14 @@ def show_candidate(deps: Deps, candidate_id: str) -> CandidateView:
     """Decrypts a pending candidate for the human and marks what the detector finds.
 
     Every category is scanned, personal data included, whatever the policy enforces: the person
-    deciding should see everything a detector can point at. Raises ReviewError, ContractError
+    deciding should see everything a detector can point at. Raises CandidateDecided (a ReviewError) for a
+    candidate decided already, ReviewError, ContractError
     BLOB_MISSING or STORE_UNAVAILABLE.
     """
     with deps.store.read() as tx:
         candidate = _find(tx, candidate_id)
         if candidate.state != CandidateState.PENDING.value:
-            raise ReviewError(f"candidate {candidate_id} is {candidate.state}: its body is gone, nothing to show")
+            raise CandidateDecided(candidate)
         body = json.loads(read_body(deps, tx, candidate.scope, candidate_id, "candidate"))
         members = _family_members(deps, tx, candidate, body["payload"])
         near = _near_matches(deps, tx, candidate, body["payload"])
@@ -236,21 +250,28 @@ def _decide(
                     f"the policy rejects candidate {candidate_id} ({', '.join(refused)}): reject it instead"
                 )
             duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
+        duplicate_reason = "duplicate_exact"
+        if accept and duplicate_of is None:
+            # Opened once: compared with the current records, families read from it, the record sealed from it.
+            plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
+            payload = json.loads(plaintext)["payload"]
+            duplicate_of = same_text_record(
+                tx, scope, payload, now_ms, lambda record_id: read_payload(deps, tx, scope, record_id, "record")
+            )
+            duplicate_reason = "duplicate_text"
         if not accept:
             decision = Decision(Verdict.REJECT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest)
         elif duplicate_of is not None:
             decision = Decision(
                 Verdict.DUPLICATE,
-                (HOST_REVIEW, "duplicate_exact"),
+                (HOST_REVIEW, duplicate_reason),
                 policy.policy_id,
                 policy.version,
                 policy.digest,
                 duplicate_of,
             )
         else:
-            # Opened once: the families are read from it, and the new record is sealed from it.
-            plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
-            payload = json.loads(plaintext)["payload"]
+            assert payload is not None
             displaced = _displaced(deps, tx, candidate, policy, payload, supersede)
             decision = Decision(
                 Verdict.ACCEPT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest, None, displaced
@@ -274,7 +295,7 @@ def _decide(
             raise ContractError(ErrorCode.POLICY_STALE)
         status = EFFECTS[decision.verdict][3]
         event = events[0]
-        rewritten = _rewrite_answers(tx, candidate, status, record_id, events, decision.supersedes, decision_digest)
+        rewritten = _rewrite_answers(tx, candidate, decision, record_id, events, decision_digest)
     # The body is gone in the committed state; now its key and the erased pages go too.
     key_destroyed = deps.vault.destroy([candidate_id], deps.clock.now_ms())
     deps.store.erase_physically()
@@ -297,10 +318,9 @@ def _decide(
 def _rewrite_answers(
     tx: StoreTx,
     candidate: CandidateRow,
-    status: str,
+    decision: Decision,
     record_id: str | None,
     events: list[JournalEvent],
-    superseded: tuple[str, ...],
     decision_digest: str,
 ) -> int:
     """Every earlier `pending_adjudication` answer for this candidate now replays the human's decision.
@@ -309,11 +329,13 @@ def _rewrite_answers(
     """
     answers = tx.pending_admission_answers(candidate.scope, candidate.candidate_id)
     for answer in answers:
-        outcome: dict[str, Any] = {"status": status, "candidate_id": candidate.candidate_id}
+        outcome: dict[str, Any] = {"status": EFFECTS[decision.verdict][3], "candidate_id": candidate.candidate_id}
         if record_id is not None:
             outcome["record_id"] = record_id
-        if superseded:
-            outcome["superseded_record_ids"] = list(superseded)
+        if decision.verdict in EXPLAINED:
+            outcome["reasons"] = shown_reasons(decision.reasons)
+        if decision.supersedes:
+            outcome["superseded_record_ids"] = list(decision.supersedes)
         outcome["cursor"] = events[-1].cursor
         outcome["decision_receipt_digest"] = decision_digest
         outcome["transaction_receipt_digest"] = transaction_receipt_digest(

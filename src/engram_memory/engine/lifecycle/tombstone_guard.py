@@ -27,7 +27,7 @@ from typing import Any
 
 from engram_memory.engine.recall.text import words
 
-__all__ = ["candidate_fingerprints", "forgotten_fingerprints", "guard_key"]
+__all__ = ["candidate_fingerprints", "forgotten_fingerprints", "guard_key", "normalised_text"]
 
 _KEY_DOMAIN = b"engram-memory/tombstone-guard/v1"
 _TEXT = "text:"
@@ -51,12 +51,13 @@ def _visible(text: str) -> str:
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
 
 
-def _normalised(text: str) -> str:
+def normalised_text(text: str) -> str:
+    """A text as a person would compare it: folded words only, invisible format characters dropped."""
     return " ".join(words(_visible(text)))
 
 
 def _text_fingerprint(key: bytes, text: str) -> str | None:
-    normalised = _normalised(text)
+    normalised = normalised_text(text)
     return _fingerprint(key, _TEXT, normalised) if normalised else None
 
 

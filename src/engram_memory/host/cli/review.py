@@ -23,7 +23,13 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.payloads import primary_text
 from engram_memory.engine.admission.policy import PolicyError
-from engram_memory.engine.admission.review import CandidateView, FamilyMember, ReviewDecision, ReviewError
+from engram_memory.engine.admission.review import (
+    CandidateDecided,
+    CandidateView,
+    FamilyMember,
+    ReviewDecision,
+    ReviewError,
+)
 from engram_memory.engine.ports.store import CandidateRow
 from engram_memory.engine.secrets import SecretFinding
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
@@ -296,10 +302,27 @@ def _render_family(view: CandidateView) -> None:
     _beside("current memories of the same families (review accept --supersede | --keep-both, or reject)", rows)
 
 
+def _show_decided(decided: CandidateDecided, *, as_json: bool) -> None:
+    if as_json:
+        document = {"candidate": _candidate_json(decided.candidate), "reasons": list(decided.reasons)}
+        sys.stdout.write(json.dumps(document) + "\n")
+        return
+    row = decided.candidate
+    _say(f"candidate {row.candidate_id}: {row.state}; its body is gone, nothing else to show")
+    _say(f"  reasons    {', '.join(decided.reasons) or 'none recorded'}")
+    _say(f"  scope      {row.scope.tenant}/{row.scope.workspace}")
+    _say(f"  captured   {_when(row.captured_at_ms)} by {row.actor.principal}, agent {row.actor.agent_id}")
+
+
 def review_show(candidate_id: IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """Decrypt one pending candidate for the human, with what the secret detector found marked."""
+    """Decrypt one pending candidate for the human, with what the secret detector found marked; for a
+    decided one, its state and the reasons of the decision (its body is gone)."""
     with opened_engine(home) as (engine, _), _refusals():
-        view = engine.candidate_view(candidate_id)
+        try:
+            view = engine.candidate_view(candidate_id)
+        except CandidateDecided as decided:
+            _show_decided(decided, as_json=as_json)
+            return
     if as_json:
         document = {
             "candidate": _candidate_json(view.candidate),

@@ -1,0 +1,58 @@
+"""One fact, one memory: a candidate whose text is a current record's is that record (`duplicate_exact`).
+
+The payload digest catches only a byte-identical capture; the same note captured again with another key,
+valid time or source is the same memory to a person, and forgetting one copy must not leave the other.
+Same text means every component, kind for kind, equal as the tombstone guard compares texts (folded
+words, spacing, punctuation and invisible characters aside). The records compared are the best lexical
+matches of the candidate's primary text whose index fields are the candidate's (cheap, and necessary
+for equal text); only those are opened. Near-identical text is the near-duplicate rule's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engram_memory.contract.errors import ContractError
+from engram_memory.engine.lifecycle.tombstone_guard import normalised_text
+from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.projection import index_fields
+from engram_memory.engine.recall.ranking import rarest_terms
+
+COMPARED = 20  # best lexical matches looked at
+_TEXT_FIELDS = ("primary", "decision", "evidence", "context")
+
+PayloadOf = Callable[[str], Mapping[str, Any]]
+
+
+def content_key(payload: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The payload's texts as compared: (role, normalised text) per component, the primary first."""
+    primary = payload["primary_component_id"]
+    texts = [
+        ("primary" if component["component_id"] == primary else component["kind"], normalised_text(component["text"]))
+        for component in payload["components"]
+    ]
+    return tuple(sorted(texts, key=lambda item: (item[0] != "primary", item)))
+
+
+def same_text_record(
+    tx: StoreTx, scope: Scope, payload: Mapping[str, Any], now_ms: int, payload_of: PayloadOf
+) -> str | None:
+    """The current record of the scope whose text is the payload's, if any (the best ranked of several)."""
+    fields = index_fields(payload)
+    tokens = list(dict.fromkeys(fields["primary"].split()))
+    if not tokens:
+        return None
+    terms = rarest_terms(tokens, tx.term_doc_counts(scope, tokens))
+    docs = tx.lexical_candidates(scope, terms, valid_at_ms=now_ms, limit=COMPARED)
+    wanted = content_key(payload)
+    same = []
+    for doc in docs:
+        if any(doc.fields.get(name, "") != fields[name] for name in _TEXT_FIELDS):
+            continue
+        try:
+            if content_key(payload_of(doc.record_id)) == wanted:
+                same.append(doc.record_id)
+        except ContractError:  # a body that no longer opens is no match
+            continue
+    return same[0] if same else None
