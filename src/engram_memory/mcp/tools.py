@@ -21,38 +21,38 @@ INSTRUCTIONS = (
     "rationale, verified facts with sources, conventions, recurring pitfalls and their fixes, hand-off facts. "
     "Not scratch state, chat logs, raw tool output, guesses, secrets or credentials. Search before you capture; "
     "a capture is a pending draft until request_admission accepts it. The host binds your tenant, workspace, "
-    "principal and purpose: never pass them. Act on error.code and error.retriable, never on the message. "
-    "withdraw and forget always need a human's approval through the host: on gate_failed, tell the user and "
-    "retry the identical call with the same idempotency_key once they approved it. The whole guide: the "
-    "memory_guide prompt."
+    "principal and purpose: never pass them. Act on error.code and error.retriable; on INVALID_SCHEMA or "
+    "INVALID_DIGEST the message names the field and the rule to fix. withdraw and forget always need a human's "
+    "approval through the host: on gate_failed, give the user error.for_the_person and retry the identical call "
+    "with the same idempotency_key once they approved it. The whole guide: the memory_guide prompt."
 )
 
 _DESCRIPTIONS: dict[Tool, str] = {
     Tool.SEARCH: (
-        "Find current memories of your workspace, cited and ranked; none found is an empty list. Next page: the "
+        "Find current memories of your workspace, cited and ranked; none relevant is an empty list. Next page: the "
         "same arguments plus next_page_cursor (on STALE_PAGE search again without it)."
     ),
     Tool.GET: (
-        "Read one current record by record_id. NOT_FOUND means unknown, out of scope or no longer current, "
-        "alike by design: do not probe variants."
+        "Read one current record by record_id. NOT_FOUND: unknown, out of scope or no longer current, alike by "
+        "design; do not probe variants."
     ),
     Tool.CAPTURE: (
-        "Save cited knowledge as a pending candidate; only request_admission can make it a searchable record. "
+        "Save cited knowledge as a pending candidate; only request_admission makes it a searchable record. "
         "Every component cites a citation; times are epoch ms; omit retention unless told. Never secrets or "
         "credentials."
     ),
     Tool.REQUEST_ADMISSION: (
         "Ask the host's policy to admit a captured candidate: accepted (record_id), rejected, "
-        "pending_adjudication (a person decides) or duplicate_exact (the existing record_id). Report it as it "
-        "is; never rewrite content to get around it."
+        "pending_adjudication (a person decides; repeat the call later for the result) or duplicate_exact "
+        "(the existing record_id); reasons say why. Never reword to get past them."
     ),
     Tool.WITHDRAW: (
-        "Withdraw a pending candidate and destroy its data. A person must approve: the first call answers "
-        "gate_failed; once approved, repeat the identical call."
+        "Withdraw a pending candidate, destroying its data. A person must approve: the first call answers "
+        "gate_failed; once approved, repeat it."
     ),
     Tool.FORGET: (
-        "Forget an admitted record for good: its data key is destroyed and it leaves every index. A person must "
-        "approve: the first call answers gate_failed; once approved, repeat the identical call."
+        "Forget an admitted record for good: its key is destroyed and it leaves every index. A person must "
+        "approve: the first call answers gate_failed; once approved, repeat it."
     ),
 }
 
