@@ -141,6 +141,26 @@ def capture_arguments(turn: Turn, before: list[Turn], key: str) -> dict[str, Any
     return {"idempotency_key": key, "payload": payload, "evidence": evidence}
 
 
+def ingest(engine: Any, binding: Any, conversation: Conversation, n: int) -> dict[str, list[str]]:
+    """Captures and admits every turn of the conversation as the protocol says; record id -> the dia_ids it
+    holds (a turn whose text a memory holds already is that memory: `duplicate_exact`). Ends when the last
+    vector is written."""
+    dia_of: dict[str, list[str]] = {}
+    for t, turn in enumerate(conversation.turns):
+        before = [
+            earlier for earlier in conversation.turns[max(0, t - CONTEXT_TURNS) : t] if earlier.session == turn.session
+        ]
+        arguments = capture_arguments(turn, before, f"locomo-capture-{n:04d}-{t:06d}")
+        captured = value_of(engine, binding, "engram_memory_capture", arguments)
+        admit = {"candidate_id": captured["candidate_id"], "idempotency_key": f"locomo-admit-{n:04d}-{t:06d}"}
+        outcome = value_of(engine, binding, "engram_memory_request_admission", admit)["outcome"]
+        if outcome["status"] in ("accepted", "duplicate_exact"):
+            dia_of.setdefault(outcome["record_id"], []).append(turn.dia_id)
+    if engine.deps.indexer is not None:
+        engine.deps.indexer.settle()
+    return dia_of
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -170,25 +190,8 @@ def run_conversations(
                 engine.deps.semantic.warm()  # loading the models is not ingest
             for n, conversation in enumerate(conversations):
                 binding = bench_binding(paths, tenant="locomo", workspace=f"conversation-{n + 1}", purpose=PURPOSE)
-                dia_of: dict[str, str] = {}
                 started = time.perf_counter()
-                for t, turn in enumerate(conversation.turns):
-                    before = [
-                        earlier
-                        for earlier in conversation.turns[max(0, t - CONTEXT_TURNS) : t]
-                        if earlier.session == turn.session
-                    ]
-                    arguments = capture_arguments(turn, before, f"locomo-capture-{n:04d}-{t:06d}")
-                    captured = value_of(engine, binding, "engram_memory_capture", arguments)
-                    admit = {
-                        "candidate_id": captured["candidate_id"],
-                        "idempotency_key": f"locomo-admit-{n:04d}-{t:06d}",
-                    }
-                    outcome = value_of(engine, binding, "engram_memory_request_admission", admit)["outcome"]
-                    if outcome["status"] == "accepted":
-                        dia_of[outcome["record_id"]] = turn.dia_id
-                if engine.deps.indexer is not None:
-                    engine.deps.indexer.settle()  # ingest ends when the last vector is written
+                dia_of = ingest(engine, binding, conversation, n)
                 ingest_s += time.perf_counter() - started
                 memories += len(dia_of)
                 for question in conversation.questions:
@@ -196,9 +199,9 @@ def run_conversations(
                     began = time.perf_counter()
                     value = value_of(engine, binding, "engram_memory_search", arguments)
                     latencies.append((time.perf_counter() - began) * 1000)
-                    found = [dia_of.get(packet["record"]["record_id"], "") for packet in value["records"]]
+                    found = [dia_of.get(packet["record"]["record_id"], []) for packet in value["records"]]
                     for k in KS:
-                        top = set(found[:k])
+                        top = {dia for dias in found[:k] for dia in dias}
                         recall[k].append(len(question.evidence & top) / len(question.evidence))
                         hits[k].append(1.0 if question.evidence & top else 0.0)
                     if per_question is not None:

@@ -85,21 +85,22 @@ def test_the_semantic_channel_never_crosses_a_tenant(site: Site) -> None:
 def test_a_forgotten_record_leaves_the_semantic_channel(site: Site) -> None:
     _, car = remember(site.alice, "The car needs new tyres before winter.")
     _, other = remember(site.alice, "Quarterly invoices are mailed on the first Monday.")
+    assert found_ids(site.alice, "quarterly invoices") == [other]
     assert found_ids(site.alice, PARAPHRASE)[:1] == [car]
     arguments = forget_args(car)
     assert_failure(site.alice.call(FORGET, arguments), "gate_failed")
     host = HostCli(site.paths)
     host.approve(host.only_request(car)["id"])
     ok_value(site.alice.call(FORGET, arguments))
-    assert found_ids(site.alice, PARAPHRASE) == [other]
+    assert found_ids(site.alice, PARAPHRASE) == []  # the invoices note is about nothing the query asks
     with raw_store(site.paths) as db:
         assert db.rows("SELECT r.record_id FROM record_vectors AS v JOIN records AS r ON r.rid = v.rid") == [(other,)]
 
 
 def test_two_server_processes_follow_each_other_s_writes_and_forgets(site: Site) -> None:
     """Each `serve` process keeps its own index; each catches up by what the other wrote."""
-    _, invoices = remember(site.alice, "Quarterly invoices are mailed on the first Monday.")
-    assert found_ids(site.alice_elsewhere, PARAPHRASE) == [invoices]  # the second index is built
+    remember(site.alice, "Quarterly invoices are mailed on the first Monday.")
+    assert found_ids(site.alice_elsewhere, PARAPHRASE) == []  # the second index is built; invoices are off-topic
     _, car = remember(site.alice, "The car needs new tyres before winter.")
     assert found_ids(site.alice_elsewhere, PARAPHRASE)[:1] == [car]
     first, second = search(site.alice, PARAPHRASE), search(site.alice_elsewhere, PARAPHRASE)
@@ -111,5 +112,4 @@ def test_two_server_processes_follow_each_other_s_writes_and_forgets(site: Site)
     host = HostCli(site.paths)
     host.approve(host.only_request(car)["id"])
     ok_value(site.alice_elsewhere.call(FORGET, arguments))
-    assert found_ids(site.alice, PARAPHRASE) == [invoices]
-    assert found_ids(site.alice_elsewhere, PARAPHRASE) == [invoices]
+    assert found_ids(site.alice, PARAPHRASE) == found_ids(site.alice_elsewhere, PARAPHRASE) == []

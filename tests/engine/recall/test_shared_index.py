@@ -140,7 +140,7 @@ def test_a_record_of_the_base_past_its_expiry_is_no_longer_returned(site: Site) 
         assert first[0][:1] == [car] == _ids(shared, PARAPHRASE)[0][:1]
         site.clock.advance(60_000)
         found = _ids(shared, PARAPHRASE)
-        assert car not in found[0] and len(found[0]) == len(NOTES)
+        assert car not in found[0]  # the notes beside it are about nothing the query asks
         assert found == _ids(exact, PARAPHRASE)
 
 

@@ -50,6 +50,7 @@ from engram_memory.engine.recall.ranking import (
     recency,
 )
 from engram_memory.engine.recall.reindex import is_stale
+from engram_memory.engine.recall.relevance import LEXICAL_FLOORS, relevance_formula, relevant_ids
 from engram_memory.engine.recall.semantic import (
     SEMANTIC_POOL,
     Embedded,
@@ -64,12 +65,15 @@ from engram_memory.engine.receipts import authorization_receipt_digest
 from engram_memory.engine.sealing.bodies import read_payload
 
 PROFILE = "lexical-bm25f"
-PROFILE_VERSION = 3  # 2: the date boost; 3: CJK bigrams and Traditional/Simplified folding (engine/recall/text.py)
+# 2: the date boost; 3: CJK bigrams and Traditional/Simplified folding (engine/recall/text.py); 4: only relevant
+# records (engine/recall/relevance.py)
+PROFILE_VERSION = 4
 HYBRID_PROFILE = "hybrid-convex"
 # 2: the date boost, context lines embedded one by one; 3: as lexical 3; 4: Latin-alphabet texts embedded by
 # the English model, all others by the multilingual one; 5: one model for every text, its vectors taken from
-# their language's centroid, fused by score (engine/recall/semantic_models.py, ranking.fuse)
-HYBRID_PROFILE_VERSION = 5
+# their language's centroid, fused by score (engine/recall/semantic_models.py, ranking.fuse); 6: only relevant
+# records (engine/recall/relevance.py)
+HYBRID_PROFILE_VERSION = 6
 # The index's best 100 (by impact-ordered postings on SQLite, weighted full-text rank on PostgreSQL) are
 # re-scored with BM25F: on the LoCoMo dev set the top 10 are the same as from 1,000 (docs/benchmarks.md).
 CANDIDATE_POOL = 100
@@ -174,8 +178,13 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
     subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     windows = named_windows(query)
+    full = full_match(lexical_terms, focus.df, focus.doc_count)
+    names_scope = not focus.frequent.isdisjoint(subjects.values())
+    relevant = relevant_ids(relevance, full, [], LEXICAL_FLOORS, names_scope=names_scope)
     ranked = []
     for s in relevance:
+        if relevant is not None and s.doc_id not in relevant:
+            continue
         boosted = _date_boosted(
             _subject_boosted(s.score, subjects[s.doc_id], terms, LEXICAL_SUBJECT_BOOST), at[s.doc_id], windows
         )
@@ -223,13 +232,15 @@ def _hybrid(
         _lexical_receipt(deps, lexical_terms, len(docs)),
         _semantic_receipt(model, answer.eligible, len(nearest), len(frequent)),
     ]
-    fused = fuse(
-        lexical,
-        [(n.record_id, n.score) for n in nearest],
-        full_match=full_match(lexical_terms, focus.df, focus.doc_count),
-    )
+    full = full_match(lexical_terms, focus.df, focus.doc_count)
+    cosines = [(n.record_id, n.score) for n in nearest]
+    fused = fuse(lexical, cosines, full_match=full)
+    names_scope = not frequent.isdisjoint(subjects.values())
+    relevant = relevant_ids(lexical, full, cosines, model.floors, names_scope=names_scope)
     ranked = []
     for doc_id, score in fused.items():
+        if relevant is not None and doc_id not in relevant:
+            continue
         relevance = _date_boosted(_subject_boosted(score, subjects[doc_id], terms, SUBJECT_BOOST), at[doc_id], windows)
         ranked.append(Scored(doc_id, round(blend(relevance, recency(valid_at_ms - at[doc_id])), 9)))
     ranked.sort(key=lambda s: (-s.score, s.doc_id))
@@ -277,9 +288,13 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         # No embedding model is installed: say so rather than answer lexically.
         raise ContractError(ErrorCode.RANKING_UNAVAILABLE)
     profile, profile_version, formula = (
-        (PROFILE, PROFILE_VERSION, lexical_formula())
+        (PROFILE, PROFILE_VERSION, lexical_formula() + relevance_formula(LEXICAL_FLOORS))
         if cache is None
-        else (HYBRID_PROFILE, HYBRID_PROFILE_VERSION, hybrid_formula(cosine_formula(cache.model)))
+        else (
+            HYBRID_PROFILE,
+            HYBRID_PROFILE_VERSION,
+            hybrid_formula(cosine_formula(cache.model)) + relevance_formula(cache.model.floors),
+        )
     )
     limit = arguments.get("limit", DEFAULT_LIMIT)
     budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)

@@ -18,9 +18,11 @@ import numpy.typing as npt
 
 from engram_memory.engine.recall.languages import LANGUAGES, language_of
 from engram_memory.engine.recall.ranking import formula_number
+from engram_memory.engine.recall.relevance import Floors
 
 __all__ = [
     "CONTEXT_WEIGHT",
+    "RELEVANCE_FLOORS",
     "Centroids",
     "Embedder",
     "Matrix",
@@ -97,6 +99,13 @@ class Centroids:
         return unit(vector - self._of(self.queries, text))
 
 
+# What relevance asks of each vector arrangement (vector_id), calibrated on the dev sets (decision 0028,
+# engine/recall/relevance.py). A model not named here has no floors: every candidate is returned, as before.
+RELEVANCE_FLOORS: Mapping[str, Floors] = {
+    "multilingual-e5-small-onnx-qint8-c1": Floors(lexical=0.1, cosine=0.15, clear=0.4, weight=0.5, lead=0.12),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class SemanticModel:
     """The channel's model: its embedder, how much a memory's context weighs, and its centroids (if any)."""
@@ -111,6 +120,10 @@ class SemanticModel:
         taken away, so that a vector written under another arrangement is never taken for one of this."""
         model_id = self.embedder.model_id
         return model_id if self.centroids is None else f"{model_id}-{self.centroids.name}"
+
+    @property
+    def floors(self) -> Floors | None:
+        return RELEVANCE_FLOORS.get(self.vector_id)
 
     def query_vector(self, query: str) -> Matrix:
         """The query's vector as memories' vectors are compared with it."""

@@ -105,6 +105,8 @@ _API_TOKEN_RE = re.compile(
     | sk_(?:live|test)_(?P<stripe>[A-Za-z0-9]{10,247})
     | rk_(?:live|test)_(?P<stripe_restricted>[A-Za-z0-9]{10,247})
     | whsec_[A-Za-z0-9]{24,64}
+    | sk-or-v1-[a-f0-9]{64}
+    | sk-[a-f0-9]{32}(?![A-Za-z0-9_-])
     | sk-ant-(?P<anthropic>[A-Za-z0-9_-]{20,256})
     | sk-(?:proj-|svcacct-|admin-)?(?P<openai>[A-Za-z0-9_-]{20,256})
     | npm_(?P<npm>[A-Za-z0-9]{36})
@@ -124,11 +126,36 @@ _API_TOKEN_RE = re.compile(
     | dp\.pt\.[A-Za-z0-9]{40,64}
     | key-[0-9a-f]{32}
     | hooks\.slack\.com/(?:services|workflows)/T[A-Z0-9]{6,12}/[AB][A-Z0-9]{6,12}/[A-Za-z0-9]{20,40}
+    | (?:secret|ntn)_[A-Za-z0-9]{40,50}
+    | sntry[su]_[A-Za-z0-9+/=_-]{40,300}
+    | NRAK-[A-Z0-9]{27}
+    | sbp_[a-f0-9]{40}
+    | dckr_pat_[A-Za-z0-9_-]{27,40}
+    | bkua_[a-f0-9]{40}
+    | CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}
+    | pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,64}
+    | tskey-[a-z]{1,12}-[A-Za-z0-9]{6,20}-[A-Za-z0-9]{20,64}
+    | figd_[A-Za-z0-9_-]{40,64}
+    | nfp_[A-Za-z0-9]{36,40}
+    | CFPAT-[A-Za-z0-9_-]{43}
+    | pul-[a-f0-9]{40}
+    | rnd_[A-Za-z0-9]{32,40}
+    | re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}
+    | HRKU-[A-Za-z0-9_-]{40,80}
+    | glc_[A-Za-z0-9+/=_-]{32,400}
+    | ops_[A-Za-z0-9+/=_-]{40,800}
+    | ATATT[A-Za-z0-9_=-]{60,300}
+    | [A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,90}
+    | sl\.[A-Za-z0-9_-]{120,200}
+    | (?:gsk|pplx|xai|fw|r8|tgp_v1|pa)[_-](?P<llm>[A-Za-z0-9_-]{20,160})
+    | sk_[a-f0-9]{48}
+    | [MNO][A-Za-z0-9]{23}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}
     """,
     re.VERBOSE,
 )
 _TELEGRAM_BOT_RE = re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])")
 _TOKEN_BODIES = (
+    "llm",
     "github",
     "github_pat",
     "gitlab",
@@ -151,15 +178,32 @@ def _is_api_token(match: re.Match[str], text: str) -> bool:
     bodies = (match.group(name) for name in _TOKEN_BODIES)
     if any(body is not None and _masked(body) for body in bodies):
         return False
-    openai = match.group("openai")
-    # "sk-" also starts ordinary hyphenated words; real keys always mix case and digits.
-    return openai is None or (not _masked(openai) and _char_classes(openai.replace("-", "")) >= 3)
+    openai, llm = match.group("openai"), match.group("llm")
+    # "sk-", "pa-" or "fw_" also start ordinary words; real keys always mix case and digits.
+    return all(
+        body is None or _char_classes(body.replace("-", "").replace("_", "")) >= 3 for body in (openai, llm)
+    ) and (openai is None or not _masked(openai))
+
+
+# A key with no prefix of its own (Mistral, Cohere, Azure OpenAI, Deepgram) is known by its label: "API
+# key: …", "our Cohere key is …", "API 키는 …", "API key 是 …", "APIキーは …".
+_LABELLED_KEY_RE = re.compile(
+    r"(?:key|token|키|토큰|密钥|密鑰|令牌|キー|トークン)[ \t]{0,3}"
+    r"(?:[ \t](?:is|was)[ \t]|는|은|이|가|를|是|为|為|は|が|を|[:=\uff1a])[ \t]{0,3}[\"'`]?"
+    r"(?P<value>[A-Za-z0-9_-]{20,256})(?![A-Za-z0-9_-])",
+    re.IGNORECASE,
+)
+_LONG_HEX_RE = re.compile(r"[0-9a-fA-F]{32,128}")
 
 
 def _find_api_tokens(text: str, folded: str) -> Iterator[Span]:
     for match in _API_TOKEN_RE.finditer(text):
         if _is_api_token(match, text):
             yield match.span()
+    for match in _LABELLED_KEY_RE.finditer(text):
+        value = match.group("value")
+        if (_looks_random(value, min_length=20) or _LONG_HEX_RE.fullmatch(value)) and not _masked(value):
+            yield match.span("value")
     if ":AA" in text:
         for match in _TELEGRAM_BOT_RE.finditer(text):
             yield match.span()
@@ -230,11 +274,23 @@ def _benign_spans(text: str) -> list[Span]:
     return _merge(spans)
 
 
+# The public members of a JSON Web Key (RFC 7517/7518: an RSA modulus and exponent, an EC point, a
+# certificate chain or thumbprint) written as `"n": "…"`, `n = "…"` or `keys[0].n = "…"`: high-entropy,
+# public. A private member ("d", "p", "q", "dp", "dq", "qi", "k") is not named here and stays a finding.
+_PUBLIC_JWK_MEMBER_RE = re.compile(
+    r"""(?:^|[^A-Za-z0-9_])["']?(?:n|e|x|y|x5c|x5t|x5t#S256)["']?[ \t]{0,3}[:=][ \t]{0,3}\[?[ \t]{0,3}["']?$"""
+)
+
+
+def _public_jwk_member(text: str, start: int) -> bool:
+    return _PUBLIC_JWK_MEMBER_RE.search(text[max(0, start - 24) : start]) is not None
+
+
 def _find_high_entropy(text: str, folded: str) -> Iterator[Span]:
     benign: list[Span] | None = None
     starts: list[int] = []
     for match in _TOKEN_RE.finditer(text):
-        if not _looks_random(match.group().rstrip("="), min_length=24):
+        if not _looks_random(match.group().rstrip("="), min_length=24) or _public_jwk_member(text, match.start()):
             continue
         if benign is None:
             benign = _benign_spans(text)

@@ -59,9 +59,10 @@ _XML_SECRET_RE = re.compile(
 # "password for grafana -> X".
 _PROSE_PASSWORD_RE = re.compile(
     r"""
-    pass(?:words?|wd|phrase)
-    (?:[ \t]{1,3}[a-z0-9_.@-]{1,32}){1,6}
-    [ \t]{0,3}(?:[ \t](?:is|was)[ \t]{1,3}(?::[ \t]{0,3})?|[:=][ \t]{0,3}|(?:->|→|=>)[ \t]{0,3})
+    (?:pass(?:words?|wd|phrase)|pwd)
+    (?:[ \t]{1,3}[a-z0-9_.@-]{1,32}){0,6}
+    [ \t]{0,3}
+    (?P<separator>[ \t](?:is|was|to)[ \t]{1,3}(?::[ \t]{0,3})?|:=[ \t]{0,3}|[:=][ \t]{0,3}|(?:->|→|=>)[ \t]{0,3})
     (?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`,;)\]}>]{1,256})
     """,
     re.VERBOSE,
@@ -72,6 +73,22 @@ _WITH_PASSWORD_RE = re.compile(
     r"(?:with|using|use|and)[ \t]{1,3}(?:the[ \t]{1,3})?(?:pass(?:words?|wd|phrase)|pwd)[ \t]{1,3}"
     r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'`,;)\]}>]{1,256})"
     r"(?=[ \t]*(?:$|[\n.,;:!?)\]]|(?:and|or|on|for|to|at|in|from|then|but|via|over|if|when|as)\b|\(|-))"
+)
+# The same after any word, when the value is plainly a password a person made ("with password Qwer0608@
+# until the migration lands").
+_WITH_PASSWORD_ANYWHERE_RE = re.compile(
+    r"(?:with|using|use|and)[ \t]{1,3}(?:the[ \t]{1,3})?(?:pass(?:words?|wd|phrase)|pwd)[ \t]{1,3}"
+    r"(?P<value>[^\s\"'`,;)\]}>]{6,256})"
+)
+# "mysql on port 3306, password X": the word opening a clause, the value right after it.
+_CLAUSE_PASSWORD_RE = re.compile(
+    r"(?:^|[,;(]|\band)[ \t]{0,3}(?:the[ \t]{1,3})?(?:password|passwd|pwd|pw)[ \t]{1,3}"
+    r"(?P<value>[^\s\"'`,;)\]}>]{6,128})"
+)
+# "deploy account / X", "user admin / X": a login, a slash, the password.
+_SLASH_PAIR_RE = re.compile(
+    r"(?:account|user|login|계정|账号|帳號|アカウント)[ \t]{0,3}(?:[^\s/:,;]{1,64}[ \t]{0,3})?/[ \t]{0,3}"
+    r"(?P<value>[^\s\"'`,;)\]}>/]{6,128})"
 )
 # Words between a password's name and a colon that say the value is about the password, not it:
 # "password reset: v2.3.1", "password hash: bcrypt12".
@@ -106,6 +123,20 @@ _CJK_PASSWORD_RE = re.compile(
 _CJK_COLON_PASSWORD_RE = re.compile(
     _CJK_KEYWORDS + r"[ \t]{0,3}[:=\uff1a\uff1d][ \t]{0,3}(?P<value>[^\s\"'`,;()\u3000-\u303f\uff0c\uff1b]{1,256})"
 )
+# "creds for the portal are ops-team and X", "login details: user kiosk and X".
+_CREDENTIALS_AND_RE = re.compile(
+    r"(?:creds?|credentials|log[ -]?in(?:s| details)?)\b[^\n]{0,60}?[ \t]and[ \t]{1,3}"
+    r"(?P<value>[^\s\"'`,;)\]}>]{6,128})"
+)
+# Korean, Chinese, Japanese: "비번 바꿨어요 → X", "密码已改为 X", "パスワードは『X』に変えました".
+_CJK_VALUE = r"(?P<value>[^\s\"'`,;()\u3000-\u30ff\u3400-\u9fff\uac00-\ud7a3\uff00-\uffef]{6,256})"
+_CJK_ARROW_RE = re.compile(_CJK_KEYWORDS + r"[^\n→]{0,20}?(?:→|->|=>)[ \t]{0,3}" + _CJK_VALUE)
+_CJK_CHANGED_RE = re.compile(
+    _CJK_KEYWORDS
+    + r"[^\n]{0,12}?(?:改成了?|改为|改為|设为|設為|设置为|設置為|更改为|更改為|换成|換成)[ \t]{0,3}"
+    + _CJK_VALUE
+)
+_CJK_QUOTED_RE = re.compile(_CJK_KEYWORDS + r"[^\n「『“]{0,12}[「『“](?P<value>[^」』”\n]{6,128})[」』”]")
 _CJK_LETTER_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
 # A passphrase of dictionary words ("falcon-maple-violet-saffron45"): four or more joined words.
 _PASSPHRASE_RE = re.compile(r"[a-z]{2,24}[0-9]{0,6}(?:[-_.+][a-z]{2,24}[0-9]{0,6}){3,11}", re.IGNORECASE)
@@ -186,12 +217,32 @@ def _named_passwords(text: str, folded: str) -> Iterator[Span]:
                 continue  # "relogin:", "superuser=": another word
             value = text[match.start("value") : match.end("value")]
             named = folded[match.start() : match.start("value")]
-            if pattern is _PROSE_PASSWORD_RE and not _ABOUT_THE_PASSWORD.isdisjoint(_LATIN_WORD_RE.findall(named)):
+            # "password reset: v2.3.1" is about the password; "password was reset to X" names it.
+            if (
+                pattern is _PROSE_PASSWORD_RE
+                and match.group("separator").strip() not in ("to", "is", "was")
+                and not _ABOUT_THE_PASSWORD.isdisjoint(_LATIN_WORD_RE.findall(named))
+            ):
                 continue
             if pattern is _LOGIN_PAIR_RE:
                 if _is_concrete_value(value, min_length=6):
                     yield match.span()
             elif _password_value(value):
+                yield match.span()
+    # After a bare "password" only what is plainly a password counts ("with password reset2 flow" names a
+    # flow); after a login, a slash or a CJK "changed to", any password-like value does.
+    for pattern, plainly in (
+        (_WITH_PASSWORD_ANYWHERE_RE, True),
+        (_CLAUSE_PASSWORD_RE, True),
+        (_SLASH_PAIR_RE, False),
+        (_CREDENTIALS_AND_RE, False),
+        (_CJK_ARROW_RE, False),
+        (_CJK_CHANGED_RE, False),
+        (_CJK_QUOTED_RE, False),
+    ):
+        for match in pattern.finditer(folded):
+            value = text[match.start("value") : match.end("value")]
+            if _human_password(value) or _is_passphrase(value) if plainly else _password_value(value):
                 yield match.span()
     for match in _CJK_COLON_PASSWORD_RE.finditer(folded):
         value = text[match.start("value") : match.end("value")]

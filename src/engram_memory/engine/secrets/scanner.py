@@ -75,13 +75,17 @@ _DETECTORS: dict[str, Callable[[str, str], Iterator[Span]]] = {
 _NEEDLES: dict[str, tuple[str, ...]] = {
     "private_key": ("private key", "putty-user-key-file", "age-secret-key-"),
     "cloud_key": ("akia", "asia", "abia", "acca", "aiza", "gocspx-", "secret", "key=", "signature="),
-    "api_token": ("_", "-", "sg.", "sk", "ya29.", "hvs.", "dapi", "dp.pt.", "hooks.slack.com", ":aa"),
+    "api_token": (
+        *("_", "-", "sg.", "sk", "ya29.", "hvs.", "dapi", "dp.pt.", "hooks.slack.com", ":aa", "sl.", "atlasv1"),
+        *("key", "token", "키", "토큰", "密钥", "密鑰", "令牌", "キー", "トークン"),
+    ),
     "jwt": ("eyj",),
     "bearer_token": ("bearer", "authorization", "key", "token"),
     "url_credentials": ("://",),
     "connection_string": ("password=", "pwd="),
     "password_assignment": (
-        *("pass", "pwd", "secret", "key", "token", "credential", "-u", "--user", "login", "user", "account"),
+        *("pass", "pwd", "pw", "secret", "key", "token", "credential", "creds", "-u", "--user", "login", "user"),
+        *("account", "계정", "账号", "帳號", "アカウント"),
         *("-p", "kennwort", "mot de passe", "contrase", "senha", "пароль"),
         *(
             "비밀",

@@ -1,0 +1,84 @@
+"""Relevance, not just rank: which of a search's candidates are worth the agent's context at all.
+
+An empty list must mean "nothing relevant" (decision 0028). Two tests, both calibrated on the dev sets
+(docs/benchmarks.md, "Relevance"):
+
+* each record must match the query: its BM25F score over the query's telling terms (frequent ones are not
+  searched while others are left) reaches `lexical` times their idf sum, or its cosine to the query
+  reaches the model's `cosine` floor;
+* the search must have found something clearly about the query, or the query must name what the scope is
+  about: a frequent term of the scope (in a large share of its memories) that is also what some
+  candidates are about (their subject: a person, the team's product). A clear match is a matching
+  record whose cosine plus `weight` times its lexical share reaches `clear`, or one the model places
+  `lead` ahead of its fifth nearest (what a question in another language than its answer gets: a lower
+  cosine, far ahead of the rest). Without any, weak matches are noise (ten loosely related notes for
+  a question the workspace cannot answer) and the answer is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engram_memory.engine.recall.ranking import Scored, formula_number
+
+
+@dataclass(frozen=True, slots=True)
+class Floors:
+    lexical: float  # share of the telling terms' idf sum a BM25F score must reach
+    cosine: float | None  # a neighbour's cosine floor; None without a model
+    clear: float  # what the best matching record's cosine + weight * lexical share must reach
+    weight: float = 1.0
+    lead: float | None = None  # how far the nearest cosine must stand ahead of the LEAD_RANK-th
+
+
+# The neighbour the nearest one's lead is measured against (0-based: the fifth nearest).
+LEAD_RANK = 4
+
+
+# The lexical profile (no model) has no calibrated floors yet: every candidate is returned, as before.
+LEXICAL_FLOORS: Floors | None = None
+
+
+def relevant_ids(
+    lexical: Sequence[Scored],
+    full_match: float,
+    cosines: Sequence[tuple[str, float]],
+    floors: Floors | None,
+    *,
+    names_scope: bool,
+) -> set[str] | None:
+    """The records to return; None when every candidate is (no calibrated floors: as before floors).
+    `full_match` is the telling terms' idf sum; `names_scope`, whether the query names what the scope is
+    about (see above)."""
+    if floors is None:
+        return None
+    shares = {s.doc_id: s.score / full_match for s in lexical} if full_match > 0 else {}
+    near = dict(cosines)
+    kept = {doc_id for doc_id, share in shares.items() if share >= floors.lexical}
+    if floors.cosine is not None:
+        kept.update(doc_id for doc_id, cosine in near.items() if cosine >= floors.cosine)
+    if names_scope:
+        return kept
+    clear = any(near.get(doc_id, 0.0) + floors.weight * shares.get(doc_id, 0.0) >= floors.clear for doc_id in kept)
+    return kept if clear or _leads(near, floors.lead) else set()
+
+
+def _leads(near: dict[str, float], lead: float | None) -> bool:
+    if lead is None or not near:
+        return False
+    cosines = sorted(near.values(), reverse=True)
+    return cosines[0] - (cosines[LEAD_RANK] if len(cosines) > LEAD_RANK else 0.0) >= lead
+
+
+def relevance_formula(floors: Floors | None) -> str:
+    """How relevance was decided, for the rank receipt's formula_ref."""
+    if floors is None:
+        return ""
+    cosine = "" if floors.cosine is None else f"|cos>={formula_number(floors.cosine)}"
+    clear = f"cos+{formula_number(floors.weight)}*lex" if floors.cosine is not None else "lex"
+    lead = "" if floors.lead is None else f"|cos1-cos{LEAD_RANK + 1}>={formula_number(floors.lead)}"
+    return (
+        f"[relevant:lex>={formula_number(floors.lexical)}*sum(idf){cosine};"
+        f"answer:frequent|{clear}>={formula_number(floors.clear)}{lead}]"
+    )

@@ -1,0 +1,435 @@
+# ruff: noqa: RUF001 - CJK punctuation on purpose; random values here are test data, not secrets
+"""A labelled corpus for the secret detector, built from kinds of secret and ways people write them.
+
+Secrets come from vendors' documented token formats (prefix, alphabet, length) filled with random
+characters, and from the ways people state passwords in English, Korean, Chinese and Japanese; the
+benign texts are what a team's notes hold that looks like them (public keys and JWKS moduli, digests,
+ids, placeholders, policy prose). Parts that share no sentence template and no random stream: `tune`
+(what the detectors were widened against), `seen` and `held` (see `corpus`). Each kind has its own
+templates in each part, so a held part tests the kind, not the sentences.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+
+ALNUM = string.ascii_letters + string.digits
+UPPER_ALNUM = string.ascii_uppercase + string.digits
+HEX = "0123456789abcdef"
+B64URL = ALNUM + "-_"
+
+KINDS = ("password_prose", "saas_token", "url_credentials", "llm_api_key", "public_key", "benign")
+
+
+@dataclass(frozen=True)
+class Sample:
+    kind: str
+    text: str
+    secret: bool
+
+
+def _r(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+# -- values ---------------------------------------------------------------------------------------
+
+SAAS: list[Callable[[random.Random], str]] = [
+    lambda r: "ghp_" + _r(r, ALNUM, 36),
+    lambda r: "gho_" + _r(r, ALNUM, 36),
+    lambda r: "github_pat_" + _r(r, ALNUM, 22) + "_" + _r(r, ALNUM, 59),
+    lambda r: "glpat-" + _r(r, B64URL, 20),
+    lambda r: "xoxb-" + _r(r, string.digits, 12) + "-" + _r(r, string.digits, 13) + "-" + _r(r, ALNUM, 24),
+    lambda r: (
+        "xoxp-"
+        + _r(r, string.digits, 12)
+        + "-"
+        + _r(r, string.digits, 12)
+        + "-"
+        + _r(r, string.digits, 13)
+        + "-"
+        + _r(r, HEX, 32)
+    ),
+    lambda r: "sk_live_" + _r(r, ALNUM, 99),
+    lambda r: "rk_live_" + _r(r, ALNUM, 99),
+    lambda r: "SK" + _r(r, HEX, 32),
+    lambda r: "SG." + _r(r, B64URL, 22) + "." + _r(r, B64URL, 43),
+    lambda r: "npm_" + _r(r, ALNUM, 36),
+    lambda r: "pypi-AgEIcHlwaS5vcmc" + _r(r, B64URL, 70),
+    lambda r: "shpat_" + _r(r, HEX, 32),
+    lambda r: "dop_v1_" + _r(r, HEX, 64),
+    lambda r: "dapi" + _r(r, HEX, 32),
+    lambda r: "hvs." + _r(r, B64URL, 90),
+    lambda r: "glsa_" + _r(r, ALNUM, 32) + "_" + _r(r, HEX, 8),
+    lambda r: "lin_api_" + _r(r, ALNUM, 40),
+    lambda r: "PMAK-" + _r(r, HEX, 24) + "-" + _r(r, HEX, 34),
+    lambda r: "dp.pt." + _r(r, ALNUM, 43),
+    lambda r: "key-" + _r(r, HEX, 32),
+    lambda r: "ATATT3xFfGF0" + _r(r, B64URL, 170) + "=" + _r(r, HEX.upper(), 8),
+    lambda r: "secret_" + _r(r, ALNUM, 43),
+    lambda r: "ntn_" + _r(r, ALNUM, 46),
+    lambda r: r.choice("MNO") + _r(r, ALNUM, 23) + "." + _r(r, B64URL, 6) + "." + _r(r, B64URL, 27),
+    lambda r: _r(r, string.digits, 10) + ":AA" + _r(r, B64URL, 33),
+    lambda r: "sntrys_" + _r(r, ALNUM, 100),
+    lambda r: "sntryu_" + _r(r, HEX, 64),
+    lambda r: "NRAK-" + _r(r, UPPER_ALNUM, 27),
+    lambda r: "sbp_" + _r(r, HEX, 40),
+    lambda r: "pscale_tkn_" + _r(r, B64URL, 43),
+    lambda r: "dckr_pat_" + _r(r, B64URL, 27),
+    lambda r: "tskey-auth-" + _r(r, ALNUM, 12) + "-" + _r(r, ALNUM, 32),
+    lambda r: "figd_" + _r(r, B64URL, 40),
+    lambda r: "sl." + _r(r, B64URL, 135),
+    lambda r: "nfp_" + _r(r, ALNUM, 36),
+    lambda r: "bkua_" + _r(r, HEX, 40),
+    lambda r: "CCIPAT_" + _r(r, ALNUM, 22) + "_" + _r(r, HEX, 40),
+    lambda r: _r(r, ALNUM, 14) + ".atlasv1." + _r(r, ALNUM, 67),
+    lambda r: "CFPAT-" + _r(r, B64URL, 43),
+    lambda r: "pul-" + _r(r, HEX, 40),
+    lambda r: "rnd_" + _r(r, ALNUM, 32),
+    lambda r: "re_" + _r(r, ALNUM, 8) + "_" + _r(r, ALNUM, 24),
+    lambda r: "HRKU-AA" + _r(r, B64URL, 58),
+    lambda r: "glc_" + _r(r, B64URL, 80),
+    lambda r: "ops_" + _r(r, B64URL, 120),
+]
+
+LLM: list[Callable[[random.Random], str]] = [
+    lambda r: "sk-proj-" + _r(r, B64URL, 156),
+    lambda r: "sk-" + _r(r, ALNUM, 48),
+    lambda r: "sk-svcacct-" + _r(r, B64URL, 156),
+    lambda r: "sk-ant-api03-" + _r(r, B64URL, 93) + "AA",
+    lambda r: "sk-ant-admin01-" + _r(r, B64URL, 93) + "AA",
+    lambda r: "AIza" + _r(r, B64URL, 35),
+    lambda r: "gsk_" + _r(r, ALNUM, 52),
+    lambda r: "pplx-" + _r(r, ALNUM, 48),
+    lambda r: "xai-" + _r(r, ALNUM, 80),
+    lambda r: "sk-or-v1-" + _r(r, HEX, 64),
+    lambda r: "sk-" + _r(r, HEX, 32),
+    lambda r: "fw_" + _r(r, ALNUM, 24),
+    lambda r: "r8_" + _r(r, ALNUM, 37),
+    lambda r: "hf_" + _r(r, ALNUM, 34),
+    lambda r: "pa-" + _r(r, B64URL, 43),
+    lambda r: "sk_" + _r(r, HEX, 48),
+    lambda r: "tgp_v1_" + _r(r, B64URL, 43),
+]
+# Keys with no prefix of their own: only their label says what they are.
+LLM_UNPREFIXED: list[tuple[str, Callable[[random.Random], str]]] = [
+    ("Mistral", lambda r: _r(r, ALNUM, 32)),
+    ("Cohere", lambda r: _r(r, ALNUM, 40)),
+    ("Azure OpenAI", lambda r: _r(r, HEX, 32)),
+    ("Together", lambda r: _r(r, HEX, 64)),
+    ("Deepgram", lambda r: _r(r, HEX, 40)),
+]
+
+_WORDS = [
+    "river",
+    "maple",
+    "orbit",
+    "falcon",
+    "lantern",
+    "copper",
+    "harbor",
+    "velvet",
+    "cedar",
+    "saffron",
+    "tundra",
+    "comet",
+    "quartz",
+    "willow",
+    "ember",
+]
+_NAMES = ["minsu", "jiyeon", "wei", "lihua", "haruto", "yuki", "david", "sarah", "admin", "root", "deploy", "ops"]
+
+
+def password(rng: random.Random) -> str:
+    """A password a person chose, in one of the ways people choose them."""
+    style = rng.randrange(6)
+    if style == 0:
+        return rng.choice(_WORDS).capitalize() + str(rng.randrange(10, 9999)) + rng.choice("!@#$%&*?")
+    if style == 1:
+        return _r(rng, ALNUM + "!@#$%^&*", rng.randrange(10, 20))
+    if style == 2:
+        return "-".join(rng.sample(_WORDS, 4)) + str(rng.randrange(10, 99))
+    if style == 3:
+        return rng.choice(_NAMES) + str(rng.randrange(1000, 99999)) + rng.choice(["!", "#", "@", ""])
+    if style == 4:
+        return rng.choice(["Qwer", "Asdf", "Zxcv", "P@ss", "Pa$$"]) + _r(rng, string.digits, 4) + rng.choice("!@#")
+    return rng.choice(_WORDS) + rng.choice(_WORDS).capitalize() + _r(rng, string.digits, 3) + rng.choice("!$%")
+
+
+def jwks_modulus(rng: random.Random) -> str:
+    return base64.urlsafe_b64encode(rng.randbytes(256)).decode().rstrip("=")
+
+
+# -- templates, by part ---------------------------------------------------------------------------
+
+PASSWORD_TEMPLATES = {
+    "tune": [
+        "The password for the staging database is {p}",
+        "Log in as admin with password {p} until the SSO migration lands.",
+        "wifi password: {p}",
+        "deploy account / {p} (rotate after the release)",
+        "스테이징 DB 비밀번호는 {p} 입니다.",
+        "관리자 계정 암호: {p}",
+        "测试环境数据库的密码是 {p}",
+        "管理员密码：{p}",
+        "ステージングDBのパスワードは {p} です。",
+        "管理者パスワード：{p}",
+        "I set the admin password to {p} for the demo.",
+        "pwd of the build agent := {p}",
+        "login details for the kiosk: user kiosk and {p}",
+        "DB 비번 알려드려요 -> {p}",
+        "测试账号的密码已改为 {p}",
+        "ステージングのパスワードは『{p}』に変えました",
+        "the staging password got rotated to {p} yesterday",
+        "mysql on port 3306, password {p}",
+    ],
+    "seen": [
+        "Heads up: I changed the root password to {p} this morning.",
+        "You can reach the grafana box, the pass is {p}",
+        "pwd for the shared jenkins user = {p}",
+        "creds for the vendor portal are ops-team and {p}",
+        "서버 비번 바꿨어요 → {p}",
+        "공유 계정 비밀번호를 {p}로 변경했습니다.",
+        "VPN 密码改成了 {p}，记得更新。",
+        "共享账号的口令为 {p}",
+        "共用アカウントのパスワードを {p} に変更しました。",
+        "VPNのパスワードは「{p}」です",
+    ],
+    "seen2": [
+        "FYI the backup user's password was reset to {p} by IT.",
+        "new password → {p} (don't share)",
+        "If the form asks, the passphrase is {p}",
+        "ssh in as ubuntu, password {p}",
+        "노트북 로그인 비밀번호: {p}",
+        "관리 페이지 비번은 {p}예요",
+        "数据库 root 用户的密码为 {p}",
+        "新的 WiFi 密碼是 {p}",
+        "検証環境のrootパスワードは {p} になっています",
+        "パスワード → {p}",
+    ],
+    "held": [
+        "Temp password for new hires this week: {p}",
+        "pls use {p} as the pw for the shared drive",
+        "Password updated, it's now {p}",
+        "db creds → admin / {p}",
+        "위키 계정 비밀번호 {p} 로 로그인하세요",
+        "임시 비밀번호는 '{p}' 입니다",
+        "服务器登录密码：{p}（请勿外传）",
+        "把密码设置成 {p} 就行",
+        "一時パスワード：{p}",
+        "ログイン用のパスワードを {p} にしておきました",
+    ],
+}
+TOKEN_TEMPLATES = {
+    "tune": [
+        "Use {t} for the CI job.",
+        "token: {t}",
+        "I put {t} in the deploy script for now.",
+        "CI 토큰은 {t} 입니다.",
+        "CI 用的令牌是 {t}",
+        "CIのトークンは {t} です。",
+    ],
+    "seen": [
+        "export SERVICE_TOKEN={t}",
+        "here's the key we used in the demo {t} — revoke it later",
+        "Authorization works with {t}, tested from my laptop",
+        "배포할 때 이 키 쓰세요: {t}",
+        "临时 key：{t}，明天作废",
+        "検証用キーはこちら {t}",
+    ],
+    "seen2": [
+        "token={t}",
+        "paste {t} into the settings page",
+        "the bot uses {t} as its credential",
+        "이 토큰 {t} 은 만료 예정",
+        "令牌 {t} 已经泄露了吗？",
+        "トークン {t} を再発行してください",
+    ],
+    "held": [
+        "curl -H 'X-Api-Key: {t}' https://api.internal",
+        "stored {t} in the runbook by mistake",
+        "{t} ← this one is the prod key",
+        "운영 키 {t} 교체 필요",
+        "生产环境的 key 是 {t}",
+        "本番のキーは {t} です",
+    ],
+}
+URL_TEMPLATES = {
+    "tune": [
+        "Connect with {u}",
+        "DATABASE_URL is {u}",
+        "접속 주소: {u}",
+        "连接串：{u}",
+        "接続先は {u} です",
+    ],
+    "seen": [
+        "the worker reads from {u} in prod",
+        "clone it via {u} if SSH is blocked",
+        "운영 큐 주소는 {u} 이에요",
+        "生产环境用 {u} 连接",
+        "本番は {u} を使っています",
+    ],
+    "seen2": [
+        "backup job connects to {u}",
+        "old DSN: {u}",
+        "백업 작업은 {u} 에 연결합니다",
+        "备份任务连接 {u}",
+        "バックアップは {u} に接続する",
+    ],
+    "held": [
+        "REDIS_URL={u}",
+        "replica: {u}",
+        "복제본 주소 {u}",
+        "从库地址 {u}",
+        "レプリカは {u}",
+    ],
+}
+UNPREFIXED_TEMPLATES = {
+    "tune": ["{v} API key: {k}", "{v} key = {k}", "{v} API 키는 {k} 입니다"],
+    "seen": ["our {v} key is {k}", "{v} 的 API key 是 {k}", "{v} のAPIキーは {k} です"],
+    "seen2": ["{v} api key → {k}", "{v} 키: {k}", "{v} 的密钥：{k}"],
+    "held": ["{v}: {k}", "{v} API 키 {k}", "{v} のキー：{k}"],
+}
+
+
+def url(rng: random.Random) -> str:
+    user, secret = rng.choice(_NAMES), password(rng).replace("@", "%40").replace("#", "%23").replace("?", "%3F")
+    host = rng.choice(["db.internal", "10.0.3.12", "cluster0.ab1cd.mongodb.net", "rabbit.prod.local", "gitlab.com"])
+    shape = rng.randrange(8)
+    shapes = [
+        f"postgres://{user}:{secret}@{host}:5432/app",
+        f"mysql://{user}:{secret}@{host}/orders",
+        f"mongodb+srv://{user}:{secret}@{host}/?retryWrites=true",
+        f"redis://:{secret}@{host}:6379/0",
+        f"amqp://{user}:{secret}@{host}:5672/vhost",
+        f"https://{user}:{secret}@{host}/group/repo.git",
+        f"https://oauth2:glpat-{_r(rng, B64URL, 20)}@gitlab.com/team/app.git",
+        f"jdbc:postgresql://{host}:5432/app?user={user}&password={secret}",
+    ]
+    return shapes[shape]
+
+
+def _uuid(r: random.Random) -> str:
+    return f"{_r(r, HEX, 8)}-{_r(r, HEX, 4)}-4{_r(r, HEX, 3)}-a{_r(r, HEX, 3)}-{_r(r, HEX, 12)}"
+
+
+BENIGN = {
+    "tune": [
+        lambda r: (
+            f"Release {r.randrange(1, 9)}.{r.randrange(0, 30)}.{r.randrange(0, 9)} ships commit {_r(r, HEX, 40)}."
+        ),
+        lambda r: f"The image digest is sha256:{_r(r, HEX, 64)}.",
+        lambda r: "Passwords must be at least 12 characters and rotated every 90 days.",
+        lambda r: "비밀번호는 8자 이상이어야 하며 특수문자를 포함해야 합니다.",
+        lambda r: "密码至少需要 8 位，并且包含数字。",
+        lambda r: "パスワードは12文字以上にしてください。",
+        lambda r: "Set OPENAI_API_KEY in your shell; never commit it.",
+        lambda r: "api_key = os.environ['ANTHROPIC_API_KEY']",
+        lambda r: f"Request {r.randrange(10**5, 10**6)} failed with trace id {_r(r, HEX, 32)}.",
+        lambda r: f"uuid {_r(r, HEX, 8)}-{_r(r, HEX, 4)}-4{_r(r, HEX, 3)}-a{_r(r, HEX, 3)}-{_r(r, HEX, 12)}",
+        lambda r: "password: ${DB_PASSWORD}",
+        lambda r: "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is the placeholder in the docs.",
+        lambda r: "Reset your password at https://id.example.com/reset?user=me",
+    ],
+    "seen": [
+        lambda r: f"integrity sha512-{base64.b64encode(r.randbytes(64)).decode()}",
+        lambda r: f"Docs live at https://docs.internal/{r.choice(_WORDS)}/{r.choice(_WORDS)}?page={r.randrange(9)}",
+        lambda r: "The token is stored in Vault under secret/ci; ask #platform for access.",
+        lambda r: "비밀번호 재설정 링크는 24시간 동안 유효합니다.",
+        lambda r: "请在设置页面修改密码，旧密码会失效。",
+        lambda r: "パスワードを忘れた場合は管理者に連絡してください。",
+        lambda r: f"Pod {r.choice(_WORDS)}-worker-{_r(r, HEX[:10], 10)}-{_r(r, string.ascii_lowercase, 5)} restarted.",
+        lambda r: "Use <YOUR_API_KEY> in the header; sk-... keys go in the secret store.",
+        lambda r: f"Build {_r(r, HEX, 12)} passed in {r.randrange(3, 60)} minutes.",
+        lambda r: f"ticket OPS-{r.randrange(100, 9999)}: rotate the API key quarterly",
+    ],
+    "seen2": [
+        lambda r: "Rotate the API key every 90 days; the current one expires in March.",
+        lambda r: f"Error 0x{_r(r, HEX, 8)} at address 0x{_r(r, HEX, 16)}",
+        lambda r: f"Downloaded {_r(r, HEX, 40)}.tar.gz from the mirror",
+        lambda r: f"The S3 object reports/2025/{_uuid(r)}.parquet was archived",
+        lambda r: "패스워드 정책: 최소 10자, 대문자와 숫자 포함",
+        lambda r: "密码错误三次后账号会被锁定",
+        lambda r: "パスワードの有効期限は90日です",
+        lambda r: f"See commit {_r(r, HEX, 7)} for the fix",
+        lambda r: "token budget: 3,000 tokens per answer",
+        lambda r: "The password field is hidden in the UI",
+    ],
+    "held": [
+        lambda r: "The key insight is that caching helps.",
+        lambda r: f"Checksum md5 {_r(r, HEX, 32)} matches the release notes.",
+        lambda r: f"Trace {_r(r, HEX, 32)} shows the timeout.",
+        lambda r: "API 키는 Vault에 저장되어 있습니다.",
+        lambda r: "令牌有效期为一小时。",
+        lambda r: "トークンの有効期限は1時間です。",
+        lambda r: "Use the `--password-stdin` flag instead of -p.",
+        lambda r: f"Build artifact app-{_r(r, HEX, 12)}.zip uploaded",
+        lambda r: f"DNS TXT record google-site-verification={_r(r, B64URL, 43)}",
+        lambda r: f"Rollout {r.randrange(2, 40)} of the token service finished at {r.randrange(10, 23)}:00.",
+    ],
+}
+PUBLIC = {
+    "tune": [
+        lambda r: (
+            '{"kty":"RSA","e":"AQAB","use":"sig","kid":"'
+            + _r(r, ALNUM, 16)
+            + '","alg":"RS256","n":"'
+            + jwks_modulus(r)
+            + '"}'
+        ),
+        lambda r: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _r(r, ALNUM + "+/", 43) + " ops@bastion",
+    ],
+    "seen": [
+        lambda r: 'keys[0].n = "' + jwks_modulus(r) + '" (the RS256 public key)',
+        lambda r: '"n": "' + jwks_modulus(r) + '",\n"e": "AQAB"',
+        lambda r: (
+            "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"
+            + _r(r, ALNUM + "+/", 64)
+            + "\n-----END PUBLIC KEY-----"
+        ),
+    ],
+    "seen2": [
+        lambda r: '{"kty":"EC","crv":"P-256","x":"' + _r(r, B64URL, 43) + '","y":"' + _r(r, B64URL, 43) + '"}',
+        lambda r: "modulus n: " + jwks_modulus(r),
+        lambda r: '{"keys":[{"kty":"RSA","n":"' + jwks_modulus(r) + '","e":"AQAB","kid":"' + _r(r, ALNUM, 20) + '"}]}',
+    ],
+    "held": [
+        lambda r: 'JWK: {"kty":"OKP","crv":"Ed25519","x":"' + _r(r, B64URL, 43) + '"}',
+        lambda r: "n = " + jwks_modulus(r),
+        lambda r: "the x5t thumbprint is " + _r(r, B64URL, 27),
+    ],
+}
+
+_SEEDS = {"tune": 20261206, "seen": 91730412, "seen2": 55012893, "held": 70318846}
+PER_TEMPLATE = {"tune": 12, "seen": 12, "seen2": 12, "held": 12}
+
+
+def corpus(part: str) -> list[Sample]:
+    """Every sample of one part: "tune" (widened against); "seen" and "seen2" (held-apart parts, each
+    measured once and then no longer apart: the detectors were widened by the kinds of phrasing they
+    showed, through new "tune" sentences); "held" (written after that, never tuned on)."""
+    rng = random.Random(_SEEDS[part])
+    samples: list[Sample] = []
+    n = PER_TEMPLATE[part]
+    for template in PASSWORD_TEMPLATES[part]:
+        samples += [Sample("password_prose", template.format(p=password(rng)), True) for _ in range(n)]
+    for make in SAAS:
+        for template in TOKEN_TEMPLATES[part][:: 2 if part == "tune" else 1][:3]:
+            samples.append(Sample("saas_token", template.format(t=make(rng)), True))
+    for make in LLM:
+        for template in TOKEN_TEMPLATES[part][:4]:
+            samples.append(Sample("llm_api_key", template.format(t=make(rng)), True))
+    for vendor, make in LLM_UNPREFIXED:
+        for template in UNPREFIXED_TEMPLATES[part]:
+            samples += [Sample("llm_api_key", template.format(v=vendor, k=make(rng)), True) for _ in range(2)]
+    for template in URL_TEMPLATES[part]:
+        samples += [Sample("url_credentials", template.format(u=url(rng)), True) for _ in range(n)]
+    for make_text in PUBLIC[part]:
+        samples += [Sample("public_key", make_text(rng), False) for _ in range(n * 2)]
+    for make_text in BENIGN[part]:
+        samples += [Sample("benign", make_text(rng), False) for _ in range(n * 2)]
+    return samples
