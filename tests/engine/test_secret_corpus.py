@@ -1,6 +1,6 @@
 """The secret detector on its own labelled corpus (tests/support/secret_corpus.py): the parts it was widened
 against stay caught, and nothing benign there is refused. The held-apart part is measured by
-bench/secrets.py, not asserted here (docs/benchmarks.md has its figures)."""
+bench/secret_detector.py, not asserted here (docs/benchmarks.md has its figures)."""
 
 from __future__ import annotations
 

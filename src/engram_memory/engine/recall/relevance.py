@@ -1,11 +1,12 @@
 """Relevance, not just rank: which of a search's candidates are worth the agent's context at all.
 
-An empty list must mean "nothing relevant" (decision 0028). Two tests, both calibrated on the dev sets
+An empty list must mean "nothing relevant" (decision 0029). Two tests, both calibrated on the dev sets
 (docs/benchmarks.md, "Relevance"):
 
-* each record must match the query: its BM25F score over the query's telling terms (frequent ones are not
-  searched while others are left) reaches `lexical` times their idf sum, or its cosine to the query
-  reaches the model's `cosine` floor;
+* each record must match the query: the query's telling terms it holds (frequent ones are not searched
+  while others are left) weigh at least `lexical` of their idf sum (its lexical share; what it holds,
+  not how BM25F scores it, so the share does not move with the scope's length statistics), or its
+  cosine to the query reaches the model's `cosine` floor;
 * the search must have found something clearly about the query, or the query must name what the scope is
   about: a frequent term of the scope (in a large share of its memories) that is also what some
   candidates are about (their subject: a person, the team's product). A clear match is a matching
@@ -17,15 +18,16 @@ An empty list must mean "nothing relevant" (decision 0028). Two tests, both cali
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from engram_memory.engine.recall.ranking import Scored, formula_number
+from engram_memory.engine.ports.store import IndexedDoc
+from engram_memory.engine.recall.ranking import formula_number, idf
 
 
 @dataclass(frozen=True, slots=True)
 class Floors:
-    lexical: float  # share of the telling terms' idf sum a BM25F score must reach
+    lexical: float  # the lexical share a record must hold
     cosine: float | None  # a neighbour's cosine floor; None without a model
     clear: float  # what the best matching record's cosine + weight * lexical share must reach
     weight: float = 1.0
@@ -40,20 +42,34 @@ LEAD_RANK = 4
 LEXICAL_FLOORS: Floors | None = None
 
 
+def lexical_shares(
+    terms: Sequence[str], df: Mapping[str, int], doc_count: int, docs: Sequence[IndexedDoc]
+) -> dict[str, float]:
+    """Each document's lexical share: the idf of the query terms it holds over the idf of them all."""
+    unique = list(dict.fromkeys(terms))
+    weights = {term: idf(max(df.get(term, 0), 1), doc_count) for term in unique}
+    total = sum(weights.values())
+    if total <= 0:
+        return {}
+    shares = {}
+    for doc in docs:
+        held = {token for text in doc.fields.values() for token in text.split()}
+        shares[doc.record_id] = sum(weight for term, weight in weights.items() if term in held) / total
+    return shares
+
+
 def relevant_ids(
-    lexical: Sequence[Scored],
-    full_match: float,
+    shares: Mapping[str, float],
     cosines: Sequence[tuple[str, float]],
     floors: Floors | None,
     *,
     names_scope: bool,
 ) -> set[str] | None:
     """The records to return; None when every candidate is (no calibrated floors: as before floors).
-    `full_match` is the telling terms' idf sum; `names_scope`, whether the query names what the scope is
-    about (see above)."""
+    `shares` are the lexical candidates' lexical shares; `names_scope`, whether the query names what the
+    scope is about (see above)."""
     if floors is None:
         return None
-    shares = {s.doc_id: s.score / full_match for s in lexical} if full_match > 0 else {}
     near = dict(cosines)
     kept = {doc_id for doc_id, share in shares.items() if share >= floors.lexical}
     if floors.cosine is not None:
@@ -79,6 +95,6 @@ def relevance_formula(floors: Floors | None) -> str:
     clear = f"cos+{formula_number(floors.weight)}*lex" if floors.cosine is not None else "lex"
     lead = "" if floors.lead is None else f"|cos1-cos{LEAD_RANK + 1}>={formula_number(floors.lead)}"
     return (
-        f"[relevant:lex>={formula_number(floors.lexical)}*sum(idf){cosine};"
+        f"[relevant:lex>={formula_number(floors.lexical)}{cosine};"
         f"answer:frequent|{clear}>={formula_number(floors.clear)}{lead}]"
     )

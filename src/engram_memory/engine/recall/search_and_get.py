@@ -50,7 +50,7 @@ from engram_memory.engine.recall.ranking import (
     recency,
 )
 from engram_memory.engine.recall.reindex import is_stale
-from engram_memory.engine.recall.relevance import LEXICAL_FLOORS, relevance_formula, relevant_ids
+from engram_memory.engine.recall.relevance import LEXICAL_FLOORS, lexical_shares, relevance_formula, relevant_ids
 from engram_memory.engine.recall.semantic import (
     SEMANTIC_POOL,
     Embedded,
@@ -178,9 +178,9 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
     subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     windows = named_windows(query)
-    full = full_match(lexical_terms, focus.df, focus.doc_count)
+    shares = lexical_shares(lexical_terms, focus.df, focus.doc_count, docs)
     names_scope = not focus.frequent.isdisjoint(subjects.values())
-    relevant = relevant_ids(relevance, full, [], LEXICAL_FLOORS, names_scope=names_scope)
+    relevant = relevant_ids(shares, [], LEXICAL_FLOORS, names_scope=names_scope)
     ranked = []
     for s in relevance:
         if relevant is not None and s.doc_id not in relevant:
@@ -235,8 +235,9 @@ def _hybrid(
     full = full_match(lexical_terms, focus.df, focus.doc_count)
     cosines = [(n.record_id, n.score) for n in nearest]
     fused = fuse(lexical, cosines, full_match=full)
+    shares = lexical_shares(lexical_terms, focus.df, focus.doc_count, docs)
     names_scope = not frequent.isdisjoint(subjects.values())
-    relevant = relevant_ids(lexical, full, cosines, model.floors, names_scope=names_scope)
+    relevant = relevant_ids(shares, cosines, model.floors, names_scope=names_scope)
     ranked = []
     for doc_id, score in fused.items():
         if relevant is not None and doc_id not in relevant:

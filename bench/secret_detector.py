@@ -2,7 +2,7 @@
 
 Run on demand (not part of `make test`):
 
-    .venv/bin/python bench/secrets.py [--json]
+    .venv/bin/python bench/secret_detector.py [--json]
 
 Recall is the share of secrets caught, by kind and overall; false positives the share of benign texts
 (public keys included) refused. The `held` part was never tuned on; `tune`, `seen` and `seen2` were.
