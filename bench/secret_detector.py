@@ -5,7 +5,7 @@ Run on demand (not part of `make test`):
     .venv/bin/python bench/secret_detector.py [--json]
 
 Recall is the share of secrets caught, by kind and overall; false positives the share of benign texts
-(public keys included) refused. The `held` part was never tuned on; `tune`, `seen` and `seen2` were.
+(public keys included) refused. The `held` part was never tuned on; `tune` and `seen` to `seen4` were.
 Results: docs/benchmarks.md.
 """
 
@@ -24,7 +24,7 @@ from tests.support.secret_corpus import KINDS, corpus
 
 from engram_memory.engine.secrets import DEFAULT_CATEGORIES, scan_text
 
-PARTS = ("tune", "seen", "seen2", "held")
+PARTS = ("tune", "seen", "seen2", "seen3", "seen4", "held")
 BENIGN_KINDS = frozenset({"public_key", "benign"})
 
 

@@ -12,7 +12,7 @@ from engram_memory.engine.secrets import DEFAULT_CATEGORIES, scan_text
 from tests.support.secret_corpus import corpus
 
 
-@pytest.mark.parametrize("part", ["tune", "seen", "seen2"])
+@pytest.mark.parametrize("part", ["tune", "seen", "seen2", "seen3", "seen4"])
 def test_every_secret_of_the_widened_parts_is_caught_and_nothing_benign_is_refused(part: str) -> None:
     missed: Counter[str] = Counter()
     for sample in corpus(part):

@@ -186,6 +186,12 @@ PASSWORD_TEMPLATES = {
         "ステージングのパスワードは『{p}』に変えました",
         "the staging password got rotated to {p} yesterday",
         "mysql on port 3306, password {p}",
+        "we'll use {p} as the password for the demo tenant",
+        "I reset the passphrase; it's now {p}",
+        "vendor creds -> support / {p}",
+        '초기 비밀번호는 "{p}" 입니다',
+        "把数据库口令设置成 {p} 吧",
+        "the wiki password is currently {p} for everyone",
     ],
     "seen": [
         "Heads up: I changed the root password to {p} this morning.",
@@ -211,7 +217,7 @@ PASSWORD_TEMPLATES = {
         "検証環境のrootパスワードは {p} になっています",
         "パスワード → {p}",
     ],
-    "held": [
+    "seen3": [
         "Temp password for new hires this week: {p}",
         "pls use {p} as the pw for the shared drive",
         "Password updated, it's now {p}",
@@ -222,6 +228,30 @@ PASSWORD_TEMPLATES = {
         "把密码设置成 {p} 就行",
         "一時パスワード：{p}",
         "ログイン用のパスワードを {p} にしておきました",
+    ],
+    "seen4": [
+        "Reminder: the kiosk admin password is still {p}, please change it.",
+        "smtp relay login is mailer with password {p}",
+        "passwd={p}",
+        "They told me the door code password is {p} lol",
+        "라우터 관리자 비밀번호가 {p} 라서 바꿔야 해요",
+        "젠킨스 비번: {p}",
+        "路由器后台密码是 {p}，记得改",
+        "跳板机密码 {p}",
+        "ルーターの管理パスワードが {p} のままです",
+        "Jenkinsのパスワード：{p}",
+    ],
+    "held": [
+        "Guest wifi is 'Office-5G', password {p}.",
+        "My password for everything is basically {p} haha",
+        "root / {p} on the old NAS",
+        "The printer's admin pass: {p}",
+        "회의실 PC 비밀번호 알려드릴게요. {p}",
+        "DB 계정 pw는 {p} 입니다",
+        "打印机管理员密码为：{p}",
+        "WiFi 密码：{p}（访客）",
+        "会議室PCのパスワードは {p} です",
+        "旧NASのrootパスは {p}",
     ],
 }
 TOKEN_TEMPLATES = {
@@ -249,13 +279,29 @@ TOKEN_TEMPLATES = {
         "令牌 {t} 已经泄露了吗？",
         "トークン {t} を再発行してください",
     ],
-    "held": [
+    "seen3": [
         "curl -H 'X-Api-Key: {t}' https://api.internal",
         "stored {t} in the runbook by mistake",
         "{t} ← this one is the prod key",
         "운영 키 {t} 교체 필요",
         "生产环境的 key 是 {t}",
         "本番のキーは {t} です",
+    ],
+    "seen4": [
+        "rotated the integration token, new one is {t}",
+        "{t}",
+        "config: api_token: {t}",
+        "슬랙 봇 토큰 {t} 노출됨",
+        "新的访问令牌：{t}",
+        "アクセストークン {t} を使ってください",
+    ],
+    "held": [
+        "leaked in the logs: {t}",
+        "set the header x-token to {t}",
+        "- token: {t}",
+        "이건 테스트용 키예요 {t}",
+        "请用这个 {t} 调用接口",
+        "このキー {t} は明日失効します",
     ],
 }
 URL_TEMPLATES = {
@@ -280,19 +326,42 @@ URL_TEMPLATES = {
         "备份任务连接 {u}",
         "バックアップは {u} に接続する",
     ],
-    "held": [
+    "seen3": [
         "REDIS_URL={u}",
         "replica: {u}",
         "복제본 주소 {u}",
         "从库地址 {u}",
         "レプリカは {u}",
     ],
+    "seen4": [
+        "git remote set-url origin {u}",
+        "psql {u}",
+        "스테이징 연결 문자열 {u}",
+        "测试库 {u} 可以直接连",
+        "接続文字列：{u}",
+    ],
+    "held": [
+        "CELERY_BROKER_URL = '{u}'",
+        "tried {u} but it timed out",
+        "DSN은 {u} 로 설정",
+        "配置里写的是 {u}",
+        "設定ファイルには {u} と書いてある",
+    ],
 }
 UNPREFIXED_TEMPLATES = {
-    "tune": ["{v} API key: {k}", "{v} key = {k}", "{v} API 키는 {k} 입니다"],
+    "tune": [
+        "{v} API key: {k}",
+        "{v} key = {k}",
+        "{v} API 키는 {k} 입니다",
+        "{v} = {k}",
+        "{v} 키 {k} 사용",
+        "{v} key: here {k}",
+    ],
     "seen": ["our {v} key is {k}", "{v} 的 API key 是 {k}", "{v} のAPIキーは {k} です"],
     "seen2": ["{v} api key → {k}", "{v} 키: {k}", "{v} 的密钥：{k}"],
-    "held": ["{v}: {k}", "{v} API 키 {k}", "{v} のキー：{k}"],
+    "seen3": ["{v}: {k}", "{v} API 키 {k}", "{v} のキー：{k}"],
+    "seen4": ["the {v} secret key is {k}", "{v} 키는 여기 {k}", "{v} 接口密钥 = {k}"],
+    "held": ["{v} credentials: {k}", "{v} API key → {k}", "{v} のシークレットは {k}"],
 }
 
 
@@ -334,6 +403,7 @@ BENIGN = {
         lambda r: "password: ${DB_PASSWORD}",
         lambda r: "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is the placeholder in the docs.",
         lambda r: "Reset your password at https://id.example.com/reset?user=me",
+        lambda r: "inline avatar /9j/4AAQSkZJRgABAQAAAQABAAD" + _r(r, ALNUM + "+/", 60),
     ],
     "seen": [
         lambda r: f"integrity sha512-{base64.b64encode(r.randbytes(64)).decode()}",
@@ -359,7 +429,7 @@ BENIGN = {
         lambda r: "token budget: 3,000 tokens per answer",
         lambda r: "The password field is hidden in the UI",
     ],
-    "held": [
+    "seen3": [
         lambda r: "The key insight is that caching helps.",
         lambda r: f"Checksum md5 {_r(r, HEX, 32)} matches the release notes.",
         lambda r: f"Trace {_r(r, HEX, 32)} shows the timeout.",
@@ -370,6 +440,30 @@ BENIGN = {
         lambda r: f"Build artifact app-{_r(r, HEX, 12)}.zip uploaded",
         lambda r: f"DNS TXT record google-site-verification={_r(r, B64URL, 43)}",
         lambda r: f"Rollout {r.randrange(2, 40)} of the token service finished at {r.randrange(10, 23)}:00.",
+    ],
+    "seen4": [
+        lambda r: "Store the password in the secret manager, never in chat.",
+        lambda r: f"Order {r.randrange(10**7, 10**8)} shipped; tracking {_r(r, UPPER_ALNUM, 18)}.",
+        lambda r: f"The cache key is user:{r.randrange(1000, 99999)}:profile",
+        lambda r: "비밀번호를 바꾸려면 설정 > 보안으로 가세요.",
+        lambda r: "忘记密码时请点击“找回密码”。",
+        lambda r: "トークンは毎日ローテーションされます。",
+        lambda r: f"Merged PR #{r.randrange(100, 9999)} ({_r(r, HEX, 7)}) into main.",
+        lambda r: f"Grafana dashboard uid {_r(r, ALNUM, 9)} shows the spike.",
+        lambda r: f"Base64 of the logo is iVBORw0KGgoAAAANSUhEUgAA{_r(r, ALNUM + '+/', 40)}",
+        lambda r: "The token endpoint returns 401 when the client id is wrong.",
+    ],
+    "held": [
+        lambda r: "Passwords are hashed with argon2id; never log them.",
+        lambda r: f"Job {_r(r, HEX, 24)} finished with exit code {r.randrange(0, 3)}.",
+        lambda r: f"The feature flag key is new_checkout_flow_v{r.randrange(2, 9)}",
+        lambda r: "비밀번호는 반드시 암호화해서 저장합니다.",
+        lambda r: "令牌过期后需要重新登录。",
+        lambda r: "パスワードは定期的に変更してください。",
+        lambda r: f"Invoice INV-{r.randrange(10**5, 10**6)} total 12,300 KRW",
+        lambda r: f'ETag W/"{_r(r, HEX, 32)}" returned by the CDN',
+        lambda r: f"wheel sha256={base64.urlsafe_b64encode(r.randbytes(32)).decode().rstrip('=')}",
+        lambda r: "The API key rotation runbook lives in Confluence.",
     ],
 }
 PUBLIC = {
@@ -382,6 +476,9 @@ PUBLIC = {
             + '"}'
         ),
         lambda r: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _r(r, ALNUM + "+/", 43) + " ops@bastion",
+        lambda r: "certificate fingerprint: " + _r(r, B64URL, 43),
+        lambda r: f"TXT facebook-domain-verification={_r(r, string.ascii_lowercase + string.digits, 30)}",
+        lambda r: "host key fingerprint " + _r(r, ALNUM + "+/", 43),
     ],
     "seen": [
         lambda r: 'keys[0].n = "' + jwks_modulus(r) + '" (the RS256 public key)',
@@ -397,19 +494,40 @@ PUBLIC = {
         lambda r: "modulus n: " + jwks_modulus(r),
         lambda r: '{"keys":[{"kty":"RSA","n":"' + jwks_modulus(r) + '","e":"AQAB","kid":"' + _r(r, ALNUM, 20) + '"}]}',
     ],
-    "held": [
+    "seen3": [
         lambda r: 'JWK: {"kty":"OKP","crv":"Ed25519","x":"' + _r(r, B64URL, 43) + '"}',
         lambda r: "n = " + jwks_modulus(r),
         lambda r: "the x5t thumbprint is " + _r(r, B64URL, 27),
     ],
+    "seen4": [
+        lambda r: '"jwks": {"keys": [{"kty": "RSA", "e": "AQAB", "n": "' + jwks_modulus(r) + '"}]}',
+        lambda r: "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAI" + _r(r, ALNUM + "+/", 80) + "= ci@runner",
+        lambda r: "SHA256 fingerprint " + _r(r, ALNUM + "+/", 43),
+    ],
+    "held": [
+        lambda r: "public_key: ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + _r(r, ALNUM + "+/", 120) + " deploy",
+        lambda r: '{"kty":"RSA","alg":"PS256","n":"' + jwks_modulus(r) + '","e":"AQAB"}',
+        lambda r: (
+            "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE"
+            + _r(r, ALNUM + "+/", 64)
+            + "\n-----END CERTIFICATE-----"
+        ),
+    ],
 }
 
-_SEEDS = {"tune": 20261206, "seen": 91730412, "seen2": 55012893, "held": 70318846}
-PER_TEMPLATE = {"tune": 12, "seen": 12, "seen2": 12, "held": 12}
+_SEEDS = {
+    "tune": 20261206,
+    "seen": 91730412,
+    "seen2": 55012893,
+    "seen3": 70318846,
+    "seen4": 38812377,
+    "held": 64420931,
+}
+PER_TEMPLATE = dict.fromkeys(_SEEDS, 12)
 
 
 def corpus(part: str) -> list[Sample]:
-    """Every sample of one part: "tune" (widened against); "seen" and "seen2" (held-apart parts, each
+    """Every sample of one part: "tune" (widened against); "seen" to "seen4" (held-apart parts, each
     measured once and then no longer apart: the detectors were widened by the kinds of phrasing they
     showed, through new "tune" sentences); "held" (written after that, never tuned on)."""
     rng = random.Random(_SEEDS[part])

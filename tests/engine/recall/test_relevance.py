@@ -3,41 +3,52 @@ has found nothing clearly about its query."""
 
 from __future__ import annotations
 
-from engram_memory.engine.recall.ranking import Scored
-from engram_memory.engine.recall.relevance import Floors, relevance_formula, relevant_ids
+from engram_memory.engine.ports.store import IndexedDoc
+from engram_memory.engine.recall.relevance import Floors, lexical_shares, relevance_formula, relevant_ids
 
 FLOORS = Floors(lexical=0.1, cosine=0.15, clear=0.4, weight=0.5, lead=0.12)
 FLAT = [(f"mem_{n}", 0.2) for n in range(8)]
 
 
+def _doc(record_id: str, primary: str, context: str = "") -> IndexedDoc:
+    fields = {"primary": primary, "decision": "", "evidence": "", "context": context, "citations": ""}
+    return IndexedDoc(record_id, fields, 0, None)
+
+
+def test_a_share_is_the_idf_of_the_terms_a_memory_holds_whatever_its_length() -> None:
+    df = {"rare": 1, "common": 9}
+    docs = [_doc("a", "rare common"), _doc("b", "common " * 40), _doc("c", "unrelated", context="rare")]
+    shares = lexical_shares(["rare", "common"], df, 10, docs)
+    assert shares["a"] == 1.0 and shares["c"] > 0.5 > shares["b"] > 0.0
+
+
 def test_without_calibrated_floors_every_candidate_is_returned() -> None:
-    assert relevant_ids([Scored("a", 1.0)], 1.0, [], None, names_scope=False) is None
+    assert relevant_ids({"a": 1.0}, [], None, names_scope=False) is None
 
 
 def test_a_strong_lexical_match_is_returned_and_weak_ones_beside_it() -> None:
-    found = relevant_ids([Scored("a", 2.0), Scored("b", 0.3)], 2.0, [("b", 0.16)], FLOORS, names_scope=False)
-    assert found == {"a", "b"}
+    assert relevant_ids({"a": 1.0, "b": 0.15}, [("c", 0.16)], FLOORS, names_scope=False) == {"a", "b", "c"}
 
 
 def test_weak_matches_alone_are_no_answer() -> None:
-    assert relevant_ids([Scored("a", 0.3)], 2.0, FLAT, FLOORS, names_scope=False) == set()
+    assert relevant_ids({"a": 0.15}, FLAT, FLOORS, names_scope=False) == set()
 
 
 def test_a_query_naming_what_the_scope_is_about_keeps_its_weak_matches() -> None:
-    assert relevant_ids([Scored("a", 0.3)], 2.0, FLAT, FLOORS, names_scope=True) == {"a", *dict(FLAT)}
+    assert relevant_ids({"a": 0.15}, FLAT, FLOORS, names_scope=True) == {"a", *dict(FLAT)}
 
 
 def test_a_neighbour_far_ahead_of_the_rest_is_a_clear_match_across_languages() -> None:
     leading = [("ko", 0.33), *FLAT]
-    assert relevant_ids([], 2.0, leading, FLOORS, names_scope=False) == {"ko", *dict(FLAT)}
+    assert relevant_ids({}, leading, FLOORS, names_scope=False) == {"ko", *dict(FLAT)}
 
 
-def test_below_the_cosine_floor_a_neighbour_is_never_returned() -> None:
-    assert "far" not in (relevant_ids([Scored("a", 2.0)], 2.0, [("far", 0.1)], FLOORS, names_scope=True) or set())
+def test_below_both_floors_a_candidate_is_never_returned() -> None:
+    found = relevant_ids({"a": 1.0, "b": 0.05}, [("far", 0.1)], FLOORS, names_scope=True)
+    assert found == {"a"}
 
 
 def test_the_floors_are_named_in_the_formula() -> None:
-    assert (
-        relevance_formula(FLOORS)
-        == "[relevant:lex>=0.1*sum(idf)|cos>=0.15;answer:frequent|cos+0.5*lex>=0.4|cos1-cos5>=0.12]"
+    assert relevance_formula(FLOORS) == (
+        "[relevant:lex>=0.1|cos>=0.15;answer:frequent|cos+0.5*lex>=0.4|cos1-cos5>=0.12]"
     )

@@ -188,8 +188,11 @@ def _is_api_token(match: re.Match[str], text: str) -> bool:
 # A key with no prefix of its own (Mistral, Cohere, Azure OpenAI, Deepgram) is known by its label: "API
 # key: …", "our Cohere key is …", "API 키는 …", "API key 是 …", "APIキーは …".
 _LABELLED_KEY_RE = re.compile(
-    r"(?:key|token|키|토큰|密钥|密鑰|令牌|キー|トークン)[ \t]{0,3}"
-    r"(?:[ \t](?:is|was)[ \t]|는|은|이|가|를|是|为|為|は|が|を|[:=\uff1a])[ \t]{0,3}[\"'`]?"
+    r"(?:key|token|키|토큰|密钥|密鑰|令牌|キー|トークン"
+    r"|openai|azure[ \t]openai|anthropic|mistral|cohere|together|deepgram|groq|gemini|perplexity|voyage"
+    r"|elevenlabs|assemblyai)[ \t]{0,3}"
+    r"(?:[ \t](?:is|was)[ \t]|는|은|이|가|를|是|为|為|は|が|を|[:=\uff1a]|[ \t])[ \t]{0,3}"
+    r"(?:[^\s\"'`]{1,6}[ \t]{1,3})?[\"'`]?"
     r"(?P<value>[A-Za-z0-9_-]{20,256})(?![A-Za-z0-9_-])",
     re.IGNORECASE,
 )
@@ -279,18 +282,27 @@ def _benign_spans(text: str) -> list[Span]:
 # public. A private member ("d", "p", "q", "dp", "dq", "qi", "k") is not named here and stays a finding.
 _PUBLIC_JWK_MEMBER_RE = re.compile(
     r"""(?:^|[^A-Za-z0-9_])["']?(?:n|e|x|y|x5c|x5t|x5t#S256)["']?[ \t]{0,3}[:=][ \t]{0,3}\[?[ \t]{0,3}["']?$"""
+    # a thumbprint or fingerprint of a public key, a DNS domain-verification value: published on purpose
+    r"""|(?:thumbprint|fingerprint)[^\n]{0,12}?(?:[ \t]is|[:=]|[ \t])[ \t]{0,3}["']?$|[a-z]-verification=$"""
 )
 
 
+# Base64 of an image or a document (PNG, JPEG, GIF, PDF, RIFF/WebP, MP4) pasted without a data: URI.
+_MEDIA_BASE64 = ("iVBORw0KGgo", "/9j/", "R0lGOD", "JVBERi0", "UklGR", "AAAAIGZ0eXA", "AAAAHGZ0eXA", "AAAAGGZ0eXA")
+
+
 def _public_jwk_member(text: str, start: int) -> bool:
-    return _PUBLIC_JWK_MEMBER_RE.search(text[max(0, start - 24) : start]) is not None
+    return _PUBLIC_JWK_MEMBER_RE.search(text[max(0, start - 40) : start]) is not None
 
 
 def _find_high_entropy(text: str, folded: str) -> Iterator[Span]:
     benign: list[Span] | None = None
     starts: list[int] = []
     for match in _TOKEN_RE.finditer(text):
-        if not _looks_random(match.group().rstrip("="), min_length=24) or _public_jwk_member(text, match.start()):
+        token = match.group()
+        if token.startswith(_MEDIA_BASE64) or _public_jwk_member(text, match.start()):
+            continue
+        if not _looks_random(token.rstrip("="), min_length=24):
             continue
         if benign is None:
             benign = _benign_spans(text)

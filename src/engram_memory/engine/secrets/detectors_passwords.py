@@ -63,6 +63,7 @@ _PROSE_PASSWORD_RE = re.compile(
     (?:[ \t]{1,3}[a-z0-9_.@-]{1,32}){0,6}
     [ \t]{0,3}
     (?P<separator>[ \t](?:is|was|to)[ \t]{1,3}(?::[ \t]{0,3})?|:=[ \t]{0,3}|[:=][ \t]{0,3}|(?:->|→|=>)[ \t]{0,3})
+    (?:(?:still|now|currently|also|just|probably)[ \t]{1,3})?
     (?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`,;)\]}>]{1,256})
     """,
     re.VERBOSE,
@@ -80,6 +81,14 @@ _WITH_PASSWORD_ANYWHERE_RE = re.compile(
     r"(?:with|using|use|and)[ \t]{1,3}(?:the[ \t]{1,3})?(?:pass(?:words?|wd|phrase)|pwd)[ \t]{1,3}"
     r"(?P<value>[^\s\"'`,;)\]}>]{6,256})"
 )
+# "use X as the password", "the passphrase ... it's now X": the value before the word, or after "now".
+_USE_AS_PASSWORD_RE = re.compile(
+    r"\buse[ \t]{1,3}(?P<value>[^\s\"'`,;)\]}>]{6,128})[ \t]{1,3}as[ \t]{1,3}(?:the[ \t]{1,3})?"
+    r"(?:pass(?:words?|wd|phrase)?|pwd|pw)\b"
+)
+_NOW_PASSWORD_RE = re.compile(
+    r"(?:pass(?:words?|wd|phrase)|pwd|pw)\b[^\n.]{0,30}?\bnow[ \t]{1,3}(?P<value>[^\s\"'`,;)\]}>]{6,128})"
+)
 # "mysql on port 3306, password X": the word opening a clause, the value right after it.
 _CLAUSE_PASSWORD_RE = re.compile(
     r"(?:^|[,;(]|\band)[ \t]{0,3}(?:the[ \t]{1,3})?(?:password|passwd|pwd|pw)[ \t]{1,3}"
@@ -87,7 +96,8 @@ _CLAUSE_PASSWORD_RE = re.compile(
 )
 # "deploy account / X", "user admin / X": a login, a slash, the password.
 _SLASH_PAIR_RE = re.compile(
-    r"(?:account|user|login|계정|账号|帳號|アカウント)[ \t]{0,3}(?:[^\s/:,;]{1,64}[ \t]{0,3})?/[ \t]{0,3}"
+    r"(?:creds?|credentials|account|user|login|계정|账号|帳號|アカウント)[ \t]{0,3}(?:(?:→|->|:)[ \t]{0,3})?"
+    r"(?:[^\s/:,;]{1,64}[ \t]{0,3})?/[ \t]{0,3}"
     r"(?P<value>[^\s\"'`,;)\]}>/]{6,128})"
 )
 # Words between a password's name and a colon that say the value is about the password, not it:
@@ -133,10 +143,11 @@ _CJK_VALUE = r"(?P<value>[^\s\"'`,;()\u3000-\u30ff\u3400-\u9fff\uac00-\ud7a3\uff
 _CJK_ARROW_RE = re.compile(_CJK_KEYWORDS + r"[^\n→]{0,20}?(?:→|->|=>)[ \t]{0,3}" + _CJK_VALUE)
 _CJK_CHANGED_RE = re.compile(
     _CJK_KEYWORDS
-    + r"[^\n]{0,12}?(?:改成了?|改为|改為|设为|設為|设置为|設置為|更改为|更改為|换成|換成)[ \t]{0,3}"
+    + r"[^\n]{0,12}?(?:改成了?|改为|改為|设为|設為|设置为|設置為|设置成|設置成|设成|設成|更改为|更改為|换成|換成)"
+    + r"[ \t]{0,3}"
     + _CJK_VALUE
 )
-_CJK_QUOTED_RE = re.compile(_CJK_KEYWORDS + r"[^\n「『“]{0,12}[「『“](?P<value>[^」』”\n]{6,128})[」』”]")
+_CJK_QUOTED_RE = re.compile(_CJK_KEYWORDS + r"[^\n「『“\"']{0,12}[「『“\"'](?P<value>[^」』”\"'\n]{6,128})[」』”\"']")
 _CJK_LETTER_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
 # A passphrase of dictionary words ("falcon-maple-violet-saffron45"): four or more joined words.
 _PASSPHRASE_RE = re.compile(r"[a-z]{2,24}[0-9]{0,6}(?:[-_.+][a-z]{2,24}[0-9]{0,6}){3,11}", re.IGNORECASE)
@@ -233,6 +244,8 @@ def _named_passwords(text: str, folded: str) -> Iterator[Span]:
     # flow); after a login, a slash or a CJK "changed to", any password-like value does.
     for pattern, plainly in (
         (_WITH_PASSWORD_ANYWHERE_RE, True),
+        (_USE_AS_PASSWORD_RE, True),
+        (_NOW_PASSWORD_RE, True),
         (_CLAUSE_PASSWORD_RE, True),
         (_SLASH_PAIR_RE, False),
         (_CREDENTIALS_AND_RE, False),

@@ -77,7 +77,8 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "cloud_key": ("akia", "asia", "abia", "acca", "aiza", "gocspx-", "secret", "key=", "signature="),
     "api_token": (
         *("_", "-", "sg.", "sk", "ya29.", "hvs.", "dapi", "dp.pt.", "hooks.slack.com", ":aa", "sl.", "atlasv1"),
-        *("key", "token", "키", "토큰", "密钥", "密鑰", "令牌", "キー", "トークン"),
+        *("key", "token", "키", "토큰", "密钥", "密鑰", "令牌", "キー", "トークン", "openai", "mistral", "cohere"),
+        *("together", "deepgram", "groq", "gemini", "perplexity", "voyage", "elevenlabs", "assemblyai"),
     ),
     "jwt": ("eyj",),
     "bearer_token": ("bearer", "authorization", "key", "token"),
