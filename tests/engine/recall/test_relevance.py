@@ -4,9 +4,9 @@ has found nothing clearly about its query."""
 from __future__ import annotations
 
 from engram_memory.engine.ports.store import IndexedDoc
-from engram_memory.engine.recall.relevance import Floors, lexical_shares, relevance_formula, relevant_ids
+from engram_memory.engine.recall.relevance import Floors, lexical_shares, relevance_formula, relevant_ids, script_of
 
-FLOORS = Floors(lexical=0.1, cosine=0.15, clear=0.4, weight=0.5, lead=0.12)
+FLOORS = Floors(lexical=0.1, cosine=0.15, clear=0.4, weight=0.5, lead=0.12, cross=0.3)
 FLAT = [(f"mem_{n}", 0.2) for n in range(8)]
 
 
@@ -43,6 +43,22 @@ def test_a_neighbour_far_ahead_of_the_rest_is_a_clear_match_across_languages() -
     assert relevant_ids({}, leading, FLOORS, names_scope=False) == {"ko", *dict(FLAT)}
 
 
+def test_a_memory_in_another_script_than_the_query_is_clear_at_a_lower_cosine() -> None:
+    near = [("en", 0.31), ("mem_1", 0.3), *FLAT]
+    assert relevant_ids({}, near, FLOORS, names_scope=False) == set()
+    assert relevant_ids({}, near, FLOORS, names_scope=False, crossing=["en"]) == {"en", "mem_1", *dict(FLAT)}
+
+
+def test_scripts_are_what_decides_whether_two_texts_can_share_a_term() -> None:
+    assert [script_of(t) for t in ("deploy", "배포", "部署", "部署する", "デプロイ")] == [
+        "latin",
+        "hangul",
+        "han",
+        "han",
+        "han",
+    ]
+
+
 def test_below_both_floors_a_candidate_is_never_returned() -> None:
     found = relevant_ids({"a": 1.0, "b": 0.05}, [("far", 0.1)], FLOORS, names_scope=True)
     assert found == {"a"}
@@ -50,5 +66,5 @@ def test_below_both_floors_a_candidate_is_never_returned() -> None:
 
 def test_the_floors_are_named_in_the_formula() -> None:
     assert relevance_formula(FLOORS) == (
-        "[relevant:lex>=0.1|cos>=0.15;answer:frequent|cos+0.5*lex>=0.4|cos1-cos5>=0.12]"
+        "[relevant:lex>=0.1|cos>=0.15;answer:frequent|cos+0.5*lex>=0.4|cos1-cos5>=0.12|other_script:cos>=0.3]"
     )

@@ -10,18 +10,27 @@ An empty list must mean "nothing relevant" (decision 0029). Two tests, both cali
 * the search must have found something clearly about the query, or the query must name what the scope is
   about: a frequent term of the scope (in a large share of its memories) that is also what some
   candidates are about (their subject: a person, the team's product). A clear match is a matching
-  record whose cosine plus `weight` times its lexical share reaches `clear`, or one the model places
-  `lead` ahead of its fifth nearest (what a question in another language than its answer gets: a lower
-  cosine, far ahead of the rest). Without any, weak matches are noise (ten loosely related notes for
-  a question the workspace cannot answer) and the answer is empty.
+  record whose cosine plus `weight` times its lexical share reaches `clear`; or one the model places
+  `lead` ahead of its fifth nearest; or one written in another script than the query (its subject is)
+  whose cosine reaches `cross`. A question in another language than its answer shares no term with it
+  and gets a lower cosine, so it needs these last two. Without any, weak matches are noise (ten loosely
+  related notes for a question the workspace cannot answer) and the answer is empty.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from engram_memory.engine.ports.store import IndexedDoc
+from engram_memory.engine.recall.languages import (
+    CHINESE,
+    ENGLISH,
+    JAPANESE,
+    KOREAN,
+    TRADITIONAL_CHINESE,
+    language_of,
+)
 from engram_memory.engine.recall.ranking import formula_number, idf
 
 
@@ -32,6 +41,7 @@ class Floors:
     clear: float  # what the best matching record's cosine + weight * lexical share must reach
     weight: float = 1.0
     lead: float | None = None  # how far the nearest cosine must stand ahead of the LEAD_RANK-th
+    cross: float | None = None  # the cosine a record in another script than the query needs to be clear
 
 
 # The neighbour the nearest one's lead is measured against (0-based: the fifth nearest).
@@ -64,10 +74,11 @@ def relevant_ids(
     floors: Floors | None,
     *,
     names_scope: bool,
+    crossing: Collection[str] = (),
 ) -> set[str] | None:
     """The records to return; None when every candidate is (no calibrated floors: as before floors).
     `shares` are the lexical candidates' lexical shares; `names_scope`, whether the query names what the
-    scope is about (see above)."""
+    scope is about; `crossing`, the candidates written in another script than the query (see above)."""
     if floors is None:
         return None
     near = dict(cosines)
@@ -77,7 +88,17 @@ def relevant_ids(
     if names_scope:
         return kept
     clear = any(near.get(doc_id, 0.0) + floors.weight * shares.get(doc_id, 0.0) >= floors.clear for doc_id in kept)
-    return kept if clear or _leads(near, floors.lead) else set()
+    across = floors.cross is not None and any(near.get(doc_id, 0.0) >= floors.cross for doc_id in crossing)
+    return kept if clear or across or _leads(near, floors.lead) else set()
+
+
+_SCRIPTS = {ENGLISH: "latin", KOREAN: "hangul", CHINESE: "han", TRADITIONAL_CHINESE: "han", JAPANESE: "han"}
+
+
+def script_of(text: str) -> str:
+    """Latin, Hangul, or Han (with kana): what decides whether two texts can share a term at all."""
+    language = language_of(text)
+    return _SCRIPTS.get(language, language)
 
 
 def _leads(near: dict[str, float], lead: float | None) -> bool:
@@ -94,6 +115,7 @@ def relevance_formula(floors: Floors | None) -> str:
     cosine = "" if floors.cosine is None else f"|cos>={formula_number(floors.cosine)}"
     clear = f"cos+{formula_number(floors.weight)}*lex" if floors.cosine is not None else "lex"
     lead = "" if floors.lead is None else f"|cos1-cos{LEAD_RANK + 1}>={formula_number(floors.lead)}"
+    lead += "" if floors.cross is None else f"|other_script:cos>={formula_number(floors.cross)}"
     return (
         f"[relevant:lex>={formula_number(floors.lexical)}{cosine};"
         f"answer:frequent|{clear}>={formula_number(floors.clear)}{lead}]"

@@ -50,7 +50,13 @@ from engram_memory.engine.recall.ranking import (
     recency,
 )
 from engram_memory.engine.recall.reindex import is_stale
-from engram_memory.engine.recall.relevance import LEXICAL_FLOORS, lexical_shares, relevance_formula, relevant_ids
+from engram_memory.engine.recall.relevance import (
+    LEXICAL_FLOORS,
+    lexical_shares,
+    relevance_formula,
+    relevant_ids,
+    script_of,
+)
 from engram_memory.engine.recall.semantic import (
     SEMANTIC_POOL,
     Embedded,
@@ -237,7 +243,9 @@ def _hybrid(
     fused = fuse(lexical, cosines, full_match=full)
     shares = lexical_shares(lexical_terms, focus.df, focus.doc_count, docs)
     names_scope = not frequent.isdisjoint(subjects.values())
-    relevant = relevant_ids(shares, cosines, model.floors, names_scope=names_scope)
+    script = script_of(query)
+    crossing = [n.record_id for n in nearest if n.subject and script_of(n.subject) != script]
+    relevant = relevant_ids(shares, cosines, model.floors, names_scope=names_scope, crossing=crossing)
     ranked = []
     for doc_id, score in fused.items():
         if relevant is not None and doc_id not in relevant:

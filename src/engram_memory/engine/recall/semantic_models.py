@@ -102,7 +102,9 @@ class Centroids:
 # What relevance asks of each vector arrangement (vector_id), calibrated on the dev sets (decision 0029,
 # engine/recall/relevance.py). A model not named here has no floors: every candidate is returned, as before.
 RELEVANCE_FLOORS: Mapping[str, Floors] = {
-    "multilingual-e5-small-onnx-qint8-c1": Floors(lexical=0.1, cosine=0.15, clear=0.4, weight=0.5, lead=0.12),
+    "multilingual-e5-small-onnx-qint8-c1": Floors(
+        lexical=0.1, cosine=0.15, clear=0.42, weight=0.4, lead=0.12, cross=0.33
+    ),
 }
 
 
