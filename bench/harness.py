@@ -48,3 +48,11 @@ def value_of(engine: Engine, binding: Any, tool: str, arguments: dict[str, Any])
         raise SystemExit(f"{tool} failed: {envelope['error']['code']}")
     value: dict[str, Any] = envelope["output"]["value"]
     return value
+
+
+def language_table(rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """A Markdown table of per-language rows (`language`, `channels`, then `keys`)."""
+    lines = ["| language | channels | " + " | ".join(keys) + " |", "|---" * (len(keys) + 2) + "|"]
+    for row in rows:
+        lines.append(f"| {row['language']} | {row['channels']} | " + " | ".join(str(row[key]) for key in keys) + " |")
+    return lines

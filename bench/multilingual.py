@@ -28,6 +28,7 @@ from typing import Any
 
 import opencc
 
+from harness import language_table
 from locomo import Conversation, Question, load_folder, run_conversations
 
 CHANNELS = ("lexical", "hybrid")
@@ -136,13 +137,6 @@ def run(data_dir: Path, english: Path | None, channels: list[str], *, mix: bool 
 KEYS = ["questions", "memories", "R@5", "R@10", "Hit@10", "search_p50_ms", "search_p95_ms", "ingest_per_s"]
 
 
-def table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| language | channels | " + " | ".join(KEYS) + " |", "|---" * (len(KEYS) + 2) + "|"]
-    for row in rows:
-        lines.append(f"| {row['language']} | {row['channels']} | " + " | ".join(str(row[key]) for key in KEYS) + " |")
-    return lines
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("data_dir", type=Path, help="a folder of language folders of LoCoMo-format files")
@@ -165,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.mixed and options.english is None:
         parser.error("--mixed needs --english")
     rows = run(options.data_dir, options.english, channels, mix=options.mixed)
-    print(json.dumps(rows, ensure_ascii=False) if options.json else "\n".join(table(rows)))
+    print(json.dumps(rows, ensure_ascii=False) if options.json else "\n".join(language_table(rows, KEYS)))
     return 0
 
 

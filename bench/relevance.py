@@ -10,8 +10,10 @@ bench/locomo.py's protocol, asked its own questions (R@10, Hit@10 as bench/locom
 off-topic searches are the questions of the files in `--off-topic` (another data set) written in the
 row's language (as engine/recall/languages.py reads the question's script), dealt round-robin over the
 row's workspaces, each asked once: a workspace knows nothing about them, so the right answer is no
-records. `off_topic_empty` is the share of them answered with an empty list. Nothing about particular
-files is known here. Results: docs/benchmarks.md.
+records. `off_topic_empty` is the share of them answered with an empty list; `other_languages_empty` the
+same for up to 60 off-topic questions in each of the other rows' languages (an unrelated question in
+another language than the workspace's). Nothing about particular files is known here. Results:
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 from engram_memory.engine.recall.languages import language_of
 from engram_memory.host.compose import init_home, open_engine
 from engram_memory.host.settings import HostPaths
-from harness import bench_binding, value_of
+from harness import bench_binding, language_table, value_of
 from locomo import PURPOSE, Conversation, ingest, load_conversation, load_folder
 
 K = 10
@@ -45,13 +47,17 @@ def off_topic_questions(folder: Path, language: str) -> list[str]:
     return found
 
 
+OTHER_LANGUAGE_QUESTIONS = 60
+
+
 def run_language(
-    language: str, conversations: list[Conversation], off_topic: list[str], channels: str
+    language: str, conversations: list[Conversation], off_topic: list[str], channels: str, elsewhere: list[str]
 ) -> dict[str, Any]:
     recall: list[float] = []
     hits: list[float] = []
     empty: list[float] = []
     returned: list[int] = []
+    across: list[float] = []
     with tempfile.TemporaryDirectory(prefix="engram-relevance-") as scratch:
         paths = HostPaths(home=Path(scratch) / "home")
         init_home(paths)
@@ -79,6 +85,8 @@ def run_language(
                     records = ask(query)
                     empty.append(0.0 if records else 1.0)
                     returned.append(len(records))
+                for query in elsewhere[n :: len(conversations)]:
+                    across.append(0.0 if ask(query) else 1.0)
     return {
         "language": language,
         "channels": channels,
@@ -89,6 +97,8 @@ def run_language(
         "off_topic": len(empty),
         "off_topic_empty": round(100 * statistics.fmean(empty), 1) if empty else 0.0,
         "off_topic_mean_records": round(statistics.fmean(returned), 2) if returned else 0.0,
+        "other_languages": len(across),
+        "other_languages_empty": round(100 * statistics.fmean(across), 1) if across else 0.0,
     }
 
 
@@ -99,14 +109,17 @@ def _workspaces(value: str) -> tuple[str, Path]:
     return language, Path(folder)
 
 
-KEYS = ["workspaces", "questions", f"R@{K}", f"Hit@{K}", "off_topic", "off_topic_empty", "off_topic_mean_records"]
-
-
-def table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| language | channels | " + " | ".join(KEYS) + " |", "|---" * (len(KEYS) + 2) + "|"]
-    for row in rows:
-        lines.append(f"| {row['language']} | {row['channels']} | " + " | ".join(str(row[key]) for key in KEYS) + " |")
-    return lines
+KEYS = [
+    "workspaces",
+    "questions",
+    f"R@{K}",
+    f"Hit@{K}",
+    "off_topic",
+    "off_topic_empty",
+    "off_topic_mean_records",
+    "other_languages",
+    "other_languages_empty",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,12 +130,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
     options = parser.parse_args(argv)
     rows = []
+    languages = [language for language, _ in options.workspaces]
     for language, folder in options.workspaces:
         conversations = load_folder(folder) if folder.is_dir() else [load_conversation(folder)]
         questions = off_topic_questions(options.off_topic, language)
-        rows.append(run_language(language, conversations, questions, options.channels))
+        elsewhere = [
+            question
+            for other in languages
+            if other != language
+            for question in off_topic_questions(options.off_topic, other)[:OTHER_LANGUAGE_QUESTIONS]
+        ]
+        rows.append(run_language(language, conversations, questions, options.channels, elsewhere))
         print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
-    print(json.dumps(rows, ensure_ascii=False) if options.json else "\n".join(table(rows)))
+    print(json.dumps(rows, ensure_ascii=False) if options.json else "\n".join(language_table(rows, KEYS)))
     return 0
 
 

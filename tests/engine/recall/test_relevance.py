@@ -46,7 +46,9 @@ def test_a_neighbour_far_ahead_of_the_rest_is_a_clear_match_across_languages() -
 def test_a_memory_in_another_script_than_the_query_is_clear_at_a_lower_cosine() -> None:
     near = [("en", 0.31), ("mem_1", 0.3), *FLAT]
     assert relevant_ids({}, near, FLOORS, names_scope=False) == set()
-    assert relevant_ids({}, near, FLOORS, names_scope=False, crossing=["en"]) == {"en", "mem_1", *dict(FLAT)}
+    found = relevant_ids({}, near, FLOORS, names_scope=False, crosses=lambda record_id: record_id == "en")
+    assert found == {"en", "mem_1", *dict(FLAT)}
+    assert relevant_ids({}, near, FLOORS, names_scope=False, crosses=lambda record_id: False) == set()
 
 
 def test_scripts_are_what_decides_whether_two_texts_can_share_a_term() -> None:

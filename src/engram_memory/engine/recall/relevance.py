@@ -11,15 +11,16 @@ An empty list must mean "nothing relevant" (decision 0029). Two tests, both cali
   about: a frequent term of the scope (in a large share of its memories) that is also what some
   candidates are about (their subject: a person, the team's product). A clear match is a matching
   record whose cosine plus `weight` times its lexical share reaches `clear`; or one the model places
-  `lead` ahead of its fifth nearest; or one written in another script than the query (its subject is)
-  whose cosine reaches `cross`. A question in another language than its answer shares no term with it
-  and gets a lower cosine, so it needs these last two. Without any, weak matches are noise (ten loosely
-  related notes for a question the workspace cannot answer) and the answer is empty.
+  `lead` ahead of its fifth nearest; or one of the three nearest, written in another script than the
+  query (its primary text is), whose cosine reaches `cross`. A question in another language than its
+  answer shares no term with it and gets a lower cosine, so it needs these last two. Without any, weak
+  matches are noise (ten loosely related notes for a question the workspace cannot answer) and the
+  answer is empty.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from engram_memory.engine.ports.store import IndexedDoc
@@ -74,11 +75,12 @@ def relevant_ids(
     floors: Floors | None,
     *,
     names_scope: bool,
-    crossing: Collection[str] = (),
+    crosses: Callable[[str], bool] | None = None,
 ) -> set[str] | None:
     """The records to return; None when every candidate is (no calibrated floors: as before floors).
     `shares` are the lexical candidates' lexical shares; `names_scope`, whether the query names what the
-    scope is about; `crossing`, the candidates written in another script than the query (see above)."""
+    scope is about; `crosses`, whether a record is written in another script than the query (asked only
+    of the few nearest, and only when nothing else made the answer clear: it may read the record)."""
     if floors is None:
         return None
     near = dict(cosines)
@@ -88,8 +90,20 @@ def relevant_ids(
     if names_scope:
         return kept
     clear = any(near.get(doc_id, 0.0) + floors.weight * shares.get(doc_id, 0.0) >= floors.clear for doc_id in kept)
-    across = floors.cross is not None and any(near.get(doc_id, 0.0) >= floors.cross for doc_id in crossing)
-    return kept if clear or across or _leads(near, floors.lead) else set()
+    if clear or _leads(near, floors.lead) or _across(near, floors.cross, crosses):
+        return kept
+    return set()
+
+
+# How many of the nearest records the cross-script test reads, at most.
+CROSS_LOOKS = 3
+
+
+def _across(near: Mapping[str, float], cross: float | None, crosses: Callable[[str], bool] | None) -> bool:
+    if cross is None or crosses is None:
+        return False
+    nearest = sorted((item for item in near.items() if item[1] >= cross), key=lambda item: (-item[1], item[0]))
+    return any(crosses(doc_id) for doc_id, _ in nearest[:CROSS_LOOKS])
 
 
 _SCRIPTS = {ENGLISH: "latin", KOREAN: "hangul", CHINESE: "han", TRADITIONAL_CHINESE: "han", JAPANESE: "han"}

@@ -22,6 +22,7 @@ from engram_memory.contract.canonical import (
 )
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
+from engram_memory.contract.payloads import primary_text
 from engram_memory.contract.states import RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
@@ -244,8 +245,14 @@ def _hybrid(
     shares = lexical_shares(lexical_terms, focus.df, focus.doc_count, docs)
     names_scope = not frequent.isdisjoint(subjects.values())
     script = script_of(query)
-    crossing = [n.record_id for n in nearest if n.subject and script_of(n.subject) != script]
-    relevant = relevant_ids(shares, cosines, model.floors, names_scope=names_scope, crossing=crossing)
+
+    def crosses(record_id: str) -> bool:
+        try:
+            return script_of(primary_text(payload_of(record_id))) != script
+        except ContractError:  # a body that does not open is no evidence either way
+            return False
+
+    relevant = relevant_ids(shares, cosines, model.floors, names_scope=names_scope, crosses=crosses)
     ranked = []
     for doc_id, score in fused.items():
         if relevant is not None and doc_id not in relevant:
