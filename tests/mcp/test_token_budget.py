@@ -72,6 +72,7 @@ def test_a_search_answer_costs_no_more_than_its_ceiling_beyond_the_memory_texts(
     one = _overhead(alice_modern, f"{train} release train", 10, 1)
     first_of_many = _overhead(alice_modern, f"{word} release train", 1, 1)
     ten = _overhead(alice_modern, word, 10, 10)
+    print(f"search answer tokens beyond the texts: one hit {one}, first of many {first_of_many}, ten hits {ten}")
     assert one <= ONE_HIT_OVERHEAD_CEILING
     assert first_of_many <= FIRST_OF_MANY_OVERHEAD_CEILING
     assert ten <= TEN_HIT_OVERHEAD_CEILING
