@@ -16,7 +16,7 @@ from engram_memory.host.policy_file import DEFAULT_POLICY_TOML
 from engram_memory.host.settings import HostPaths
 from mcp import Client, StdioServerParameters
 from tests.support.agents import LEXICAL_ONLY
-from tests.support.homes import STORES, bind, home_on
+from tests.support.homes import STORES, bind, engine_for, home_on
 from tests.support.payloads import PURPOSE
 
 pytestmark = pytest.mark.stdio
@@ -155,3 +155,22 @@ def test_remember_reports_what_a_family_superseded(home: HostPaths) -> None:
         assert found == [new.record_id]
 
     _run(home, "workspace-families", scenario)
+
+
+def test_remember_again_learns_what_a_person_decided(home: HostPaths) -> None:
+    home.policy.write_text(DEFAULT_POLICY_TOML.replace('mode = "auto"', 'mode = "review"'), encoding="utf-8")
+    text = "The client-test vendor portal is reviewed every quarter."
+
+    async def held(client: Client) -> None:
+        memory = MemoryClient(client, PURPOSE)
+        first = await memory.remember(text, source="wiki:vendors")
+        assert (first.status, first.reasons) == ("pending_adjudication", ("policy:review_all",))
+        with engine_for(home) as engine:
+            engine.accept_candidate(first.candidate_id, decided_by="host:test")
+        again = await memory.remember(text, source="wiki:vendors")  # the same calls: the person's answer
+        assert (again.candidate_id, again.status) == (first.candidate_id, "accepted") and again.record_id
+
+    try:
+        _run(home, "client-review", held)
+    finally:
+        home.policy.write_text(DEFAULT_POLICY_TOML, encoding="utf-8")

@@ -36,25 +36,41 @@ class ToolCaller(Protocol):
 
 
 class EngramError(Exception):
-    """A refused call: the contract's error code, its constant message, whether a retry may succeed, and,
-    for INVALID_SCHEMA / INVALID_DIGEST, the JSON pointer of the field that failed."""
+    """A refused call: the contract's error code, its message (for INVALID_SCHEMA / INVALID_DIGEST it names
+    each faulty field and its rule), whether a retry may succeed, the JSON pointer of the first faulty
+    field, and for gate_failed the confirmation request a person must approve and one sentence for them."""
 
-    def __init__(self, code: str, message: str, retriable: bool, pointer: str | None = None) -> None:
-        super().__init__(f"{code}: {message}" + (f" (at {pointer})" if pointer is not None else ""))
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        retriable: bool,
+        pointer: str | None = None,
+        *,
+        confirmation_request_id: str | None = None,
+        for_the_person: str | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}" + (f" {for_the_person}" if for_the_person else ""))
         self.code = code
         self.retriable = retriable
         self.pointer = pointer
+        self.confirmation_request_id = confirmation_request_id
+        self.for_the_person = for_the_person
 
 
 @dataclass(frozen=True)
 class Remembered:
-    """What admission decided: `accepted` and `duplicate_exact` carry the record_id; `pending_adjudication`
-    waits for a person; `rejected` is final. `superseded`: the records of its families it made historical."""
+    """What admission decided: `accepted` and `duplicate_exact` carry the record_id (a duplicate's is the
+    memory that already says it); `pending_adjudication` waits for a person: calling `remember` again with
+    the same arguments repeats the same calls and returns the person's decision once made; `rejected` is
+    final. `reasons` say why it was not simply accepted (rule and detector names, never text);
+    `superseded`: the records of its families it made historical."""
 
     candidate_id: str
     status: str
     record_id: str | None
     superseded: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,11 +165,13 @@ class MemoryClient:
         candidate_id = str(captured["candidate_id"])
         decided = await self._value(REQUEST_ADMISSION, {"candidate_id": candidate_id, "idempotency_key": admission_key})
         outcome = decided["outcome"]
-        del self._pending[fingerprint]
+        if outcome["status"] != "pending_adjudication":  # kept: the same calls later learn the decision
+            del self._pending[fingerprint]
         record_id = outcome.get("record_id")
         superseded = tuple(str(other) for other in outcome.get("superseded_record_ids", ()))
+        reasons = tuple(str(reason) for reason in outcome.get("reasons", ()))
         return Remembered(
-            candidate_id, str(outcome["status"]), None if record_id is None else str(record_id), superseded
+            candidate_id, str(outcome["status"]), None if record_id is None else str(record_id), superseded, reasons
         )
 
     def _capture_arguments(
@@ -225,6 +243,8 @@ class MemoryClient:
                 str(error.get("message", "")),
                 bool(error.get("retriable", False)),
                 fault.get("pointer") if isinstance(fault, Mapping) else None,
+                confirmation_request_id=error.get("confirmation_request_id"),
+                for_the_person=error.get("for_the_person"),
             )
         value: dict[str, Any] = envelope["output"]["value"]
         return value

@@ -30,6 +30,10 @@ def test_a_strong_lexical_match_is_returned_and_weak_ones_beside_it() -> None:
     assert relevant_ids({"a": 1.0, "b": 0.15}, [("c", 0.16)], FLOORS, names_scope=False) == {"a", "b", "c"}
 
 
+def test_a_memory_holding_every_telling_term_is_an_answer_whatever_the_model_thinks() -> None:
+    assert relevant_ids({"a": 1.0}, [("a", -0.05)], FLOORS, names_scope=False) == {"a"}
+
+
 def test_weak_matches_alone_are_no_answer() -> None:
     assert relevant_ids({"a": 0.15}, FLAT, FLOORS, names_scope=False) == set()
 
@@ -68,5 +72,5 @@ def test_below_both_floors_a_candidate_is_never_returned() -> None:
 
 def test_the_floors_are_named_in_the_formula() -> None:
     assert relevance_formula(FLOORS) == (
-        "[relevant:lex>=0.1|cos>=0.15;answer:frequent|cos+0.5*lex>=0.4|cos1-cos5>=0.12|other_script:cos>=0.3]"
+        "[relevant:lex>=0.1|cos>=0.15;answer:frequent|lex=1|cos+0.5*lex>=0.4|cos1-cos5>=0.12|other_script:cos>=0.3]"
     )

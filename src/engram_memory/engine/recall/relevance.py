@@ -9,8 +9,9 @@ An empty list must mean "nothing relevant" (decision 0029). Two tests, both cali
   cosine to the query reaches the model's `cosine` floor;
 * the search must have found something clearly about the query, or the query must name what the scope is
   about: a frequent term of the scope (in a large share of its memories) that is also what some
-  candidates are about (their subject: a person, the team's product). A clear match is a matching
-  record whose cosine plus `weight` times its lexical share reaches `clear`; or one the model places
+  candidates are about (their subject: a person, the team's product). A clear match is a record that
+  holds every telling term of the query; or one whose cosine plus `weight` times its lexical share
+  reaches `clear`; or one the model places
   `lead` ahead of its fifth nearest; or one of the three nearest, written in another script than the
   query (its primary text is), whose cosine reaches `cross`. A question in another language than its
   answer shares no term with it and gets a lower cosine, so it needs these last two. Without any, weak
@@ -45,6 +46,8 @@ class Floors:
     cross: float | None = None  # the cosine a record in another script than the query needs to be clear
 
 
+# A lexical share this close to 1 is a record holding every telling term of the query (float sums).
+WHOLE_QUERY = 0.999
 # The neighbour the nearest one's lead is measured against (0-based: the fifth nearest).
 LEAD_RANK = 4
 
@@ -89,7 +92,11 @@ def relevant_ids(
         kept.update(doc_id for doc_id, cosine in near.items() if cosine >= floors.cosine)
     if names_scope:
         return kept
-    clear = any(near.get(doc_id, 0.0) + floors.weight * shares.get(doc_id, 0.0) >= floors.clear for doc_id in kept)
+    clear = any(
+        shares.get(doc_id, 0.0) >= WHOLE_QUERY
+        or near.get(doc_id, 0.0) + floors.weight * shares.get(doc_id, 0.0) >= floors.clear
+        for doc_id in kept
+    )
     if clear or _leads(near, floors.lead) or _across(near, floors.cross, crosses):
         return kept
     return set()
@@ -132,5 +139,5 @@ def relevance_formula(floors: Floors | None) -> str:
     lead += "" if floors.cross is None else f"|other_script:cos>={formula_number(floors.cross)}"
     return (
         f"[relevant:lex>={formula_number(floors.lexical)}{cosine};"
-        f"answer:frequent|{clear}>={formula_number(floors.clear)}{lead}]"
+        f"answer:frequent|lex=1|{clear}>={formula_number(floors.clear)}{lead}]"
     )
