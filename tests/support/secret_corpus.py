@@ -241,7 +241,7 @@ PASSWORD_TEMPLATES = {
         "ルーターの管理パスワードが {p} のままです",
         "Jenkinsのパスワード：{p}",
     ],
-    "held": [
+    "seen5": [
         "Guest wifi is 'Office-5G', password {p}.",
         "My password for everything is basically {p} haha",
         "root / {p} on the old NAS",
@@ -252,6 +252,30 @@ PASSWORD_TEMPLATES = {
         "WiFi 密码：{p}（访客）",
         "会議室PCのパスワードは {p} です",
         "旧NASのrootパスは {p}",
+    ],
+    "held": [
+        "can someone reset my laptop? current password {p} stopped working",
+        "staging admin login: ops / {p}",
+        "Note to self - bank pw {p}",
+        "the zip is encrypted, passphrase: {p}",
+        "메일 서버 계정 암호 {p} 입니다",
+        "새 비밀번호 {p} 로 바꿨습니다",
+        "邮箱的登录密码是{p}",
+        "临时密码 {p} 明天过期",
+        "メールサーバのパスワード {p}",
+        "新しいパスワード：{p}",
+    ],
+    "held2": [
+        "if the SSO is down, fall back to local admin with {p}",
+        "password hint for the shared Mac: it's {p}",
+        "login = qa-bot ; password = {p}",
+        "the safe combo / password is {p}, don't tell anyone",
+        "공용 계정 로그인 정보: admin, {p}",
+        "혹시 몰라서 적어둠 비번 {p}",
+        "内网管理后台账号 admin 密码 {p}",
+        "这个压缩包的密码：{p}",
+        "共有PCのログインパスワードは「{p}」",
+        "管理画面 admin / {p}",
     ],
 }
 TOKEN_TEMPLATES = {
@@ -295,13 +319,29 @@ TOKEN_TEMPLATES = {
         "新的访问令牌：{t}",
         "アクセストークン {t} を使ってください",
     ],
-    "held": [
+    "seen5": [
         "leaked in the logs: {t}",
         "set the header x-token to {t}",
         "- token: {t}",
         "이건 테스트용 키예요 {t}",
         "请用这个 {t} 调用接口",
         "このキー {t} は明日失効します",
+    ],
+    "held": [
+        "oops, committed {t} to the public repo",
+        "GH_TOKEN: {t}",
+        'works with curl -H "Authorization: token {t}"',
+        "토큰 재발급: {t}",
+        "机器人令牌 {t}",
+        "APIトークン：{t}",
+    ],
+    "held2": [
+        "Slack says this token is exposed: {t}",
+        "env var SERVICE_KEY={t}",
+        "used {t} for the nightly export",
+        "키 유출됨 {t}",
+        "密钥 {t} 请尽快轮换",
+        "このトークン {t} は本番用",
     ],
 }
 URL_TEMPLATES = {
@@ -340,12 +380,26 @@ URL_TEMPLATES = {
         "测试库 {u} 可以直接连",
         "接続文字列：{u}",
     ],
-    "held": [
+    "seen5": [
         "CELERY_BROKER_URL = '{u}'",
         "tried {u} but it timed out",
         "DSN은 {u} 로 설정",
         "配置里写的是 {u}",
         "設定ファイルには {u} と書いてある",
+    ],
+    "held": [
+        "SQLALCHEMY_DATABASE_URI={u}",
+        "the dashboard reads from {u} every minute",
+        "DB 접속: {u}",
+        "数据库地址：{u}",
+        "DBの接続先 {u}",
+    ],
+    "held2": [
+        "connect string is {u}",
+        "mongo shell: mongosh {u}",
+        "연결 URL {u}",
+        "连接 URL 是 {u}",
+        "接続URL：{u}",
     ],
 }
 UNPREFIXED_TEMPLATES = {
@@ -361,7 +415,9 @@ UNPREFIXED_TEMPLATES = {
     "seen2": ["{v} api key → {k}", "{v} 키: {k}", "{v} 的密钥：{k}"],
     "seen3": ["{v}: {k}", "{v} API 키 {k}", "{v} のキー：{k}"],
     "seen4": ["the {v} secret key is {k}", "{v} 키는 여기 {k}", "{v} 接口密钥 = {k}"],
-    "held": ["{v} credentials: {k}", "{v} API key → {k}", "{v} のシークレットは {k}"],
+    "seen5": ["{v} credentials: {k}", "{v} API key → {k}", "{v} のシークレットは {k}"],
+    "held": ["key for {v}: {k}", "{v} 인증 키 = {k}", "{v} 用的 key {k}"],
+    "held2": ["{v} token {k}", "{v} 키: {k} (운영)", "{v} APIキー {k}"],
 }
 
 
@@ -453,7 +509,7 @@ BENIGN = {
         lambda r: f"Base64 of the logo is iVBORw0KGgoAAAANSUhEUgAA{_r(r, ALNUM + '+/', 40)}",
         lambda r: "The token endpoint returns 401 when the client id is wrong.",
     ],
-    "held": [
+    "seen5": [
         lambda r: "Passwords are hashed with argon2id; never log them.",
         lambda r: f"Job {_r(r, HEX, 24)} finished with exit code {r.randrange(0, 3)}.",
         lambda r: f"The feature flag key is new_checkout_flow_v{r.randrange(2, 9)}",
@@ -464,6 +520,30 @@ BENIGN = {
         lambda r: f'ETag W/"{_r(r, HEX, 32)}" returned by the CDN',
         lambda r: f"wheel sha256={base64.urlsafe_b64encode(r.randbytes(32)).decode().rstrip('=')}",
         lambda r: "The API key rotation runbook lives in Confluence.",
+    ],
+    "held": [
+        lambda r: "Password resets go through the self-service portal.",
+        lambda r: f"Container {_r(r, HEX, 12)} exited with status 137.",
+        lambda r: f"Request id {_uuid(r)} timed out after 30 s.",
+        lambda r: "비밀번호 변경 주기는 90일입니다.",
+        lambda r: "密码长度不少于 12 个字符。",
+        lambda r: "パスワードの再設定はポータルから行います。",
+        lambda r: f"The S3 ETag for the backup is {_r(r, HEX, 32)}.",
+        lambda r: f"Sentry issue {r.randrange(10**9, 10**10)} regressed in release {r.randrange(100, 999)}.",
+        lambda r: f"checksum sha512:{_r(r, HEX, 128)}",
+        lambda r: "The token counter resets every midnight UTC.",
+    ],
+    "held2": [
+        lambda r: "We never share passwords over Slack.",
+        lambda r: f"Migration {r.randrange(1, 400):04d}_add_index applied.",
+        lambda r: f"Trace context traceparent 00-{_r(r, HEX, 32)}-{_r(r, HEX, 16)}-01",
+        lambda r: "비밀번호 분실 시 관리자에게 문의하세요.",
+        lambda r: "请勿在群聊中发送密码。",
+        lambda r: "パスワードは英数字記号を含めてください。",
+        lambda r: f"Deployed build {r.randrange(1000, 9999)} ({_r(r, HEX, 40)}).",
+        lambda r: f"Idempotency key capture-{_r(r, HEX, 16)} was replayed.",
+        lambda r: f"sha1 {_r(r, HEX, 40)} verified",
+        lambda r: "The access token lifetime is 15 minutes.",
     ],
 }
 PUBLIC = {
@@ -504,7 +584,7 @@ PUBLIC = {
         lambda r: "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAI" + _r(r, ALNUM + "+/", 80) + "= ci@runner",
         lambda r: "SHA256 fingerprint " + _r(r, ALNUM + "+/", 43),
     ],
-    "held": [
+    "seen5": [
         lambda r: "public_key: ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + _r(r, ALNUM + "+/", 120) + " deploy",
         lambda r: '{"kty":"RSA","alg":"PS256","n":"' + jwks_modulus(r) + '","e":"AQAB"}',
         lambda r: (
@@ -512,6 +592,16 @@ PUBLIC = {
             + _r(r, ALNUM + "+/", 64)
             + "\n-----END CERTIFICATE-----"
         ),
+    ],
+    "held": [
+        lambda r: '{"use":"enc","kty":"RSA","kid":"' + _r(r, ALNUM, 10) + '","n":"' + jwks_modulus(r) + '","e":"AQAB"}',
+        lambda r: "age public recipient: age1" + _r(r, "qpzry9x8gf2tvdw0s3jn54khce6mua7l", 58),
+        lambda r: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _r(r, ALNUM + "+/", 43) + " laptop",
+    ],
+    "held2": [
+        lambda r: '{"kty":"EC","crv":"P-384","x":"' + _r(r, B64URL, 64) + '","y":"' + _r(r, B64URL, 64) + '"}',
+        lambda r: "modulus (n) = " + jwks_modulus(r),
+        lambda r: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAACAQ" + _r(r, ALNUM + "+/", 200) + " build@ci",
     ],
 }
 
@@ -521,13 +611,15 @@ _SEEDS = {
     "seen2": 55012893,
     "seen3": 70318846,
     "seen4": 38812377,
-    "held": 64420931,
+    "seen5": 64420931,
+    "held": 17290553,
+    "held2": 80146022,
 }
 PER_TEMPLATE = dict.fromkeys(_SEEDS, 12)
 
 
 def corpus(part: str) -> list[Sample]:
-    """Every sample of one part: "tune" (widened against); "seen" to "seen4" (held-apart parts, each
+    """Every sample of one part: "tune" (widened against); "seen" to "seen5" (held-apart parts, each
     measured once and then no longer apart: the detectors were widened by the kinds of phrasing they
     showed, through new "tune" sentences); "held" (written after that, never tuned on)."""
     rng = random.Random(_SEEDS[part])

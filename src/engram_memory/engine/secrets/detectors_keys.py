@@ -284,6 +284,9 @@ _PUBLIC_JWK_MEMBER_RE = re.compile(
     r"""(?:^|[^A-Za-z0-9_])["']?(?:n|e|x|y|x5c|x5t|x5t#S256)["']?[ \t]{0,3}[:=][ \t]{0,3}\[?[ \t]{0,3}["']?$"""
     # a thumbprint or fingerprint of a public key, a DNS domain-verification value: published on purpose
     r"""|(?:thumbprint|fingerprint)[^\n]{0,12}?(?:[ \t]is|[:=]|[ \t])[ \t]{0,3}["']?$|[a-z]-verification=$"""
+    # a digest named as one: sha256=…, integrity: sha512-…, etag "…", checksum …
+    r"""|(?i:sha-?(?:1|224|256|384|512)|md5|blake2b?|integrity|etag|digest|checksum|hash)"""
+    r"""[ \t]{0,3}[=:\-]?[ \t]{0,3}["']?$"""
 )
 
 

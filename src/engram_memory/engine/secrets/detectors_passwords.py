@@ -94,9 +94,9 @@ _CLAUSE_PASSWORD_RE = re.compile(
     r"(?:^|[,;(]|\band)[ \t]{0,3}(?:the[ \t]{1,3})?(?:password|passwd|pwd|pw)[ \t]{1,3}"
     r"(?P<value>[^\s\"'`,;)\]}>]{6,128})"
 )
-# "deploy account / X", "user admin / X": a login, a slash, the password.
+# "deploy account / X", "user admin / X", "root / X": a login, a slash, the password.
 _SLASH_PAIR_RE = re.compile(
-    r"(?:creds?|credentials|account|user|login|계정|账号|帳號|アカウント)[ \t]{0,3}(?:(?:→|->|:)[ \t]{0,3})?"
+    r"(?:creds?|credentials|account|user|login|root|admin|계정|账号|帳號|アカウント)[ \t]{0,3}(?:(?:→|->|:)[ \t]{0,3})?"
     r"(?:[^\s/:,;]{1,64}[ \t]{0,3})?/[ \t]{0,3}"
     r"(?P<value>[^\s\"'`,;)\]}>/]{6,128})"
 )
@@ -182,8 +182,59 @@ def _password_value(value: str) -> bool:
     return _is_concrete_value(value, min_length=6) or _is_passphrase(value) or _human_password(value)
 
 
+# Any word that names a password, in the four languages; a value a person plainly chose near it, in any
+# order and whatever words stand between ("My password for everything is basically X", "X는 비번").
+_PASSWORD_WORD_ANYWHERE_RE = re.compile(
+    r"pass(?:words?|wd|phrase|code)|(?<![a-z0-9])(?:pwd|pw|pass|creds?|credentials)(?![a-z0-9])|"
+    r"비밀[ \t]?번호|비번|패스워드|암호|密码|密碼|口令|パスワード|パスフレーズ|パスコード|暗証番号|パス(?![タポ])"
+)
+_NEAR = 60
+# Past this many password words in one text the rest are not looked around (a megabyte of them stays fast).
+_NEAR_WORDS = 64
+_NEAR_TOKEN_RE = re.compile(
+    "[^\\s\"'`,;()\\[\\]{}<>=\u300c\u300d\u300e\u300f\u201c\u201d\uff08\uff09\u3001\u3002\uff0c\uff1b\uff1a]{6,128}"
+)
+_BARE_VALUE_AFTER_RE = re.compile(r"[ \t]*\S{6,128}[ \t]*(?:\n.*)?", re.DOTALL)
+_SENTENCE_END_RE = re.compile("[.!?\u3002\uff01\uff1f\n]\\s")
+
+
+def _near_password_words(text: str, folded: str) -> Iterator[Span]:
+    """A plainly chosen password within a few words of a word that names one, in the same sentence,
+    unless the words around say the value is about the password (its hash, policy, length)."""
+    for count, word in enumerate(_PASSWORD_WORD_ANYWHERE_RE.finditer(folded)):
+        if count == _NEAR_WORDS:
+            return
+        start, end = max(0, word.start() - _NEAR), min(len(text), word.end() + _NEAR)
+        before = [m.end() for m in _SENTENCE_END_RE.finditer(text, start, word.start())]
+        after = _SENTENCE_END_RE.search(text, word.end(), end)
+        start = before[-1] if before else start
+        if after and not _BARE_VALUE_AFTER_RE.fullmatch(text, after.end(), end):
+            end = after.start() + 1  # "…password. X": a bare value alone after the sentence still counts
+        if not _ABOUT_THE_PASSWORD.isdisjoint(_LATIN_WORD_RE.findall(folded[start:end])):
+            continue
+        first = _NEAR_TOKEN_RE.search(text, word.end(), end)
+        if first is not None and first.group()[:1] in "$!{%<" and first.start() - word.end() <= 4:
+            continue  # "password: $DB_PASSWORD", "password: !vault …": the password is kept elsewhere
+        for token in _NEAR_TOKEN_RE.finditer(text, start, end):
+            if token.start() < word.end() and token.end() > word.start():
+                continue  # the word itself
+            value = token.group().rstrip(".,;:!?")
+            if _human_password(value) or _is_passphrase(value) or _random_password(value):
+                yield token.start(), token.start() + len(value)
+
+
+def _random_password(value: str) -> bool:
+    """A generated password: ten characters or more, capitals, small letters and symbols mixed; not a path,
+    a variable, a YAML tag or a placeholder."""
+    if len(value) < 10 or "/" in value or value[:1] in "$!{%<" or _is_placeholder(value) or _is_reference(value):
+        return False
+    symbols = any(not ch.isalnum() and ch not in "-_." for ch in value)
+    return symbols and any(ch.isupper() for ch in value) and any(ch.islower() for ch in value)
+
+
 def _find_password_assignments(text: str, folded: str) -> Iterator[Span]:
     yield from _keyword_assignments(text, folded)
+    yield from _near_password_words(text, folded)
     yield from _named_passwords(text, folded)
     yield from _command_line_passwords(text, folded)
     if "<" in text:
