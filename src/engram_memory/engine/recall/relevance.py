@@ -52,8 +52,9 @@ WHOLE_QUERY = 0.999
 LEAD_RANK = 4
 
 
-# The lexical profile (no model) has no calibrated floors yet: every candidate is returned, as before.
-LEXICAL_FLOORS: Floors | None = None
+# The lexical profile (no model): a record holding 0.05 of the query's telling idf counts, and a search
+# answers when one holds 0.22 (calibrated as the model's floors, docs/benchmarks.md "Relevance").
+LEXICAL_FLOORS: Floors | None = Floors(lexical=0.05, cosine=None, clear=0.22, weight=1.0)
 
 
 def lexical_shares(

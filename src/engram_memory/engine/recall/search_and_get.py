@@ -168,6 +168,13 @@ def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
     return _Focus(terms, lexical_terms, frequent, doc_count, df)
 
 
+def _telling(lexical_terms: Sequence[str], query: str) -> list[str]:
+    """The lexical terms a memory's text can hold: the dates a query names are matched against the
+    memories' event times (timeref), not their words, so they weigh nothing in a lexical share."""
+    undated = set(query_terms(without_dates(query)))
+    return [term for term in lexical_terms if term in undated] or list(lexical_terms)
+
+
 def _subject_boosted(scored: float, subject: str, terms: Sequence[str], boost: float) -> float:
     return scored * (1.0 + boost) if subject and subject in terms else scored
 
@@ -185,7 +192,7 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
     subjects = {doc.record_id: subject(doc.fields["primary"].split()) for doc in docs}
     at = {doc.record_id: doc.valid_from_ms for doc in docs}
     windows = named_windows(query)
-    shares = lexical_shares(lexical_terms, focus.df, focus.doc_count, docs)
+    shares = lexical_shares(_telling(lexical_terms, query), focus.df, focus.doc_count, docs)
     names_scope = not focus.frequent.isdisjoint(subjects.values())
     relevant = relevant_ids(shares, [], LEXICAL_FLOORS, names_scope=names_scope)
     ranked = []
@@ -242,7 +249,7 @@ def _hybrid(
     full = full_match(lexical_terms, focus.df, focus.doc_count)
     cosines = [(n.record_id, n.score) for n in nearest]
     fused = fuse(lexical, cosines, full_match=full)
-    shares = lexical_shares(lexical_terms, focus.df, focus.doc_count, docs)
+    shares = lexical_shares(_telling(lexical_terms, query), focus.df, focus.doc_count, docs)
     names_scope = not frequent.isdisjoint(subjects.values())
     script = script_of(query)
 
