@@ -22,7 +22,7 @@ from engram_memory.contract.ids import RECORD_ID_PATTERN
 from engram_memory.contract.instants import INSTANT_PATTERN
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES, UTF8_BYTES, schema_for_validation
 from engram_memory.contract.tools import Tool
-from engram_memory.contract.validators import VALIDATORS, string_rule
+from engram_memory.contract.validators import VALIDATORS, serialized_size, string_rule
 
 MAX_POINTER_CHARS = 256
 # How many faults one answer names: enough to fix a call in one round, few enough to stay short.
@@ -111,11 +111,8 @@ def _too_large() -> SchemaFault:
 
 
 def _fits(arguments: Mapping[str, Any]) -> bool:
-    try:
-        size = len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-    except (TypeError, ValueError, UnicodeEncodeError):
-        return True  # not JSON at all: the type and text rules name the fault
-    return size <= MAX_ARGUMENT_BYTES
+    size = serialized_size(arguments)
+    return size is None or size <= MAX_ARGUMENT_BYTES  # not JSON at all: the type and text rules name it
 
 
 def _distinct(faults: Iterable[SchemaFault]) -> list[SchemaFault]:

@@ -7,7 +7,6 @@ otherwise valid arguments, which is INVALID_DIGEST; either names where and which
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +18,7 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.schema_faults import describe, reference_fault, schema_faults
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
 from engram_memory.contract.tools import Tool
-from engram_memory.contract.validators import FAST_VALIDATORS, VALIDATORS, string_rule
+from engram_memory.contract.validators import FAST_VALIDATORS, VALIDATORS, serialized_size, string_rule
 
 
 class _Refused(Exception):
@@ -48,13 +47,6 @@ def _check_text_and_numbers(value: object) -> bool:
     return floats
 
 
-def _serialized_size(arguments: Mapping[str, Any]) -> int:
-    try:
-        return len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:
-        raise _Refused from exc
-
-
 def _is_digest_shape_error(error: ValidationError) -> bool:
     return bool(error.validator == "pattern" and error.validator_value == DIGEST_PATTERN)
 
@@ -69,7 +61,10 @@ def validate_arguments(tool: Tool, arguments: object) -> dict[str, Any]:
         arguments = {}
     code = ErrorCode.INVALID_SCHEMA
     try:
-        if not isinstance(arguments, dict) or _serialized_size(arguments) > MAX_ARGUMENT_BYTES:
+        if not isinstance(arguments, dict):
+            raise _Refused
+        size = serialized_size(arguments)
+        if size is None or size > MAX_ARGUMENT_BYTES:
             raise _Refused
         floats = _check_text_and_numbers(arguments)
         if floats or not FAST_VALIDATORS[tool].is_valid(arguments):

@@ -4,6 +4,7 @@ verdicts and error locations; plus the text rules JSON Schema cannot say (UTF-8,
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -131,3 +132,11 @@ def string_rule(text: str) -> str | None:
     if not unicodedata.is_normalized("NFC", text):
         return "nfc"
     return None
+
+
+def serialized_size(arguments: object) -> int | None:
+    """UTF-8 bytes of the arguments as compact JSON (what the 1 MiB cap counts); None when they are not JSON."""
+    try:
+        return len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return None

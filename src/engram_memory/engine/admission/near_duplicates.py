@@ -74,6 +74,13 @@ def _cosines(
     return cosines
 
 
+def best_lexical_matches(tx: StoreTx, scope: Scope, tokens: list[str], now_ms: int) -> list[IndexedDoc]:
+    """The current records of the scope the index ranks best for a text's rarest tokens: what a new
+    memory is compared with (here, and for the same text in same_text.py)."""
+    terms = rarest_terms(tokens, tx.term_doc_counts(scope, tokens))[:PROBE_TERMS]
+    return tx.lexical_candidates(scope, terms, valid_at_ms=now_ms, limit=COMPARED)
+
+
 def near_matches(
     tx: StoreTx,
     scope: Scope,
@@ -89,8 +96,7 @@ def near_matches(
     tokens = list(dict.fromkeys(tokenize(primary_text(payload))))
     if len(tokens) < rule.min_terms:
         return []
-    terms = rarest_terms(tokens, tx.term_doc_counts(scope, tokens))[:PROBE_TERMS]
-    docs = tx.lexical_candidates(scope, terms, valid_at_ms=now_ms, limit=COMPARED)
+    docs = best_lexical_matches(tx, scope, tokens, now_ms)
     if not docs:
         return []
     cosines = _cosines(semantic, tx, scope, payload, docs, payload_of) if semantic and payload_of else {}

@@ -10,19 +10,16 @@ for equal text); only those are opened. Near-identical text is the near-duplicat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.engine.admission.near_duplicates import PayloadOf, best_lexical_matches
 from engram_memory.engine.lifecycle.tombstone_guard import normalised_text
 from engram_memory.engine.ports.store import Scope, StoreTx
 from engram_memory.engine.projection import index_fields
-from engram_memory.engine.recall.ranking import rarest_terms
 
-COMPARED = 20  # best lexical matches looked at
 _TEXT_FIELDS = ("primary", "decision", "evidence", "context")
-
-PayloadOf = Callable[[str], Mapping[str, Any]]
 
 
 def content_key(payload: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -43,8 +40,7 @@ def same_text_record(
     tokens = list(dict.fromkeys(fields["primary"].split()))
     if not tokens:
         return None
-    terms = rarest_terms(tokens, tx.term_doc_counts(scope, tokens))
-    docs = tx.lexical_candidates(scope, terms, valid_at_ms=now_ms, limit=COMPARED)
+    docs = best_lexical_matches(tx, scope, tokens, now_ms)
     wanted = content_key(payload)
     same = []
     for doc in docs:
