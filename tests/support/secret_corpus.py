@@ -277,6 +277,30 @@ PASSWORD_TEMPLATES = {
         "共有PCのログインパスワードは「{p}」",
         "管理画面 admin / {p}",
     ],
+    "held3": [
+        "Jenkins admin login is ci-admin / {p}",
+        "ask me for the pw if you forget, but it's {p} for now",
+        "the credentials for the test tenant: tester@example.com and {p}",
+        "the sudo prompt on build-03 wants {p}",
+        "관리자 페이지 접속 정보 - 아이디 admin 비밀번호 {p}",
+        "DB 로그인할 때 {p} 입력하면 돼요",
+        "后台登录：用户名 root，密码 {p}",
+        "登录测试机用 {p}",
+        "検証サーバーにログインするときは {p} を使ってください",
+        "管理者アカウント：admin　パス：{p}",
+    ],
+    "held4": [
+        "VPN: user jsmith, pass {p}",
+        "PSA the shared inbox password changed again -> {p}",
+        "u: deploy  p: {p}",
+        "Login for the staging console is {p} (same as last quarter)",
+        "공유기 관리자 암호 바꿈: {p}",
+        "테스트 계정 admin / {p} 로 들어가세요",
+        "堡垒机账号 ops，密码：{p}",
+        "这台服务器的 root 密码我改成 {p} 了",
+        "ステージングの管理者パスワード変えました → {p}",
+        "ログイン情報：ユーザー名 test / パスワード {p}",
+    ],
 }
 TOKEN_TEMPLATES = {
     "tune": [
@@ -343,6 +367,22 @@ TOKEN_TEMPLATES = {
         "密钥 {t} 请尽快轮换",
         "このトークン {t} は本番用",
     ],
+    "held3": [
+        "the webhook secret is {t}",
+        "{t} expired yesterday",
+        "add `{t}` to .env",
+        "토큰 값: {t}",
+        "把 {t} 配到环境变量里",
+        "{t} を環境変数に設定",
+    ],
+    "held4": [
+        "Bearer {t}",
+        "please revoke {t} asap",
+        "secrets.yaml has {t}",
+        "배포 토큰 {t} 입니다",
+        "访问密钥：{t}",
+        "本番トークン：{t}",
+    ],
 }
 URL_TEMPLATES = {
     "tune": [
@@ -401,6 +441,20 @@ URL_TEMPLATES = {
         "连接 URL 是 {u}",
         "接続URL：{u}",
     ],
+    "held3": [
+        'psql "{u}"',
+        "the ETL reads {u}",
+        "접속 DSN {u}",
+        "用 {u} 连上去",
+        "{u} で接続",
+    ],
+    "held4": [
+        'DATABASE_URL="{u}"',
+        "broker at {u}",
+        "DB URL: {u}",
+        "库的地址是 {u}",
+        "接続は {u} から",
+    ],
 }
 UNPREFIXED_TEMPLATES = {
     "tune": [
@@ -418,6 +472,8 @@ UNPREFIXED_TEMPLATES = {
     "seen5": ["{v} credentials: {k}", "{v} API key → {k}", "{v} のシークレットは {k}"],
     "held": ["key for {v}: {k}", "{v} 인증 키 = {k}", "{v} 用的 key {k}"],
     "held2": ["{v} token {k}", "{v} 키: {k} (운영)", "{v} APIキー {k}"],
+    "held3": ["{v} key for prod: {k}", "{v} API 키 → {k}", "{v} 的 key：{k}"],
+    "held4": ["{v} API key is {k}", "{v} 토큰: {k}", "{v} のキーは {k} です"],
 }
 
 
@@ -545,6 +601,30 @@ BENIGN = {
         lambda r: f"sha1 {_r(r, HEX, 40)} verified",
         lambda r: "The access token lifetime is 15 minutes.",
     ],
+    "held3": [
+        lambda r: "Log in with your SSO account; local passwords are disabled.",
+        lambda r: f"Account {r.randrange(10**5, 10**6)} was locked after 5 failed logins.",
+        lambda r: f"admin panel build {_r(r, HEX, 8)} deployed",
+        lambda r: "관리자 계정은 SSO로만 로그인할 수 있습니다.",
+        lambda r: "登录失败次数过多，账号已锁定 30 分钟。",
+        lambda r: "ログインできない場合はヘルプデスクへ。",
+        lambda r: f"User u{r.randrange(10**6, 10**7)} signed in from 10.0.{r.randrange(255)}.{r.randrange(255)}",
+        lambda r: f"Root cause: login service OOM at 0x{_r(r, HEX, 8)}",
+        lambda r: f"Password strength meter v{r.randrange(1, 5)}.{r.randrange(10)} shipped",
+        lambda r: f"sudo apt install libpq-dev=15.{r.randrange(1, 9)}-1",
+    ],
+    "held4": [
+        lambda r: "Never paste passwords into tickets; use the vault link.",
+        lambda r: f"Session {_uuid(r)} logged out after 15 min idle.",
+        lambda r: f"user:{r.randrange(1000, 99999)}:session cache hit rate 97%",
+        lambda r: "비밀번호를 잊으셨나요? 재설정 메일을 보내드립니다.",
+        lambda r: "账号密码登录已下线，请使用扫码登录。",
+        lambda r: "パスワード認証は無効化されています。",
+        lambda r: f"login latency p95 {r.randrange(50, 900)} ms (build {_r(r, HEX, 7)})",
+        lambda r: f"The admin user can export CSV files up to {r.randrange(10, 99)} MB.",
+        lambda r: f"Token usage: {r.randrange(1000, 99999)} in / {r.randrange(100, 9999)} out",
+        lambda r: f"ssh deploy@10.0.{r.randrange(255)}.{r.randrange(255)} -p 2222",
+    ],
 }
 PUBLIC = {
     "tune": [
@@ -603,6 +683,24 @@ PUBLIC = {
         lambda r: "modulus (n) = " + jwks_modulus(r),
         lambda r: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAACAQ" + _r(r, ALNUM + "+/", 200) + " build@ci",
     ],
+    "held3": [
+        lambda r: '"x5c": ["MIIC' + base64.b64encode(r.randbytes(600)).decode() + '"]',
+        lambda r: "public key (base64url): " + jwks_modulus(r),
+        lambda r: "公開鍵のモジュラス n: " + jwks_modulus(r),
+    ],
+    "held4": [
+        lambda r: (
+            "-----BEGIN RSA PUBLIC KEY-----\nMIIBCgKCAQEA"
+            + base64.b64encode(r.randbytes(200)).decode()
+            + "\n-----END RSA PUBLIC KEY-----"
+        ),
+        lambda r: "공개키(n) " + jwks_modulus(r),
+        lambda r: (
+            "known_hosts: github.com ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAI"
+            + _r(r, ALNUM + "+/", 80)
+            + "="
+        ),
+    ],
 }
 
 _SEEDS = {
@@ -614,6 +712,8 @@ _SEEDS = {
     "seen5": 64420931,
     "held": 17290553,
     "held2": 80146022,
+    "held3": 27719404,
+    "held4": 60381157,
 }
 PER_TEMPLATE = dict.fromkeys(_SEEDS, 12)
 
@@ -621,7 +721,9 @@ PER_TEMPLATE = dict.fromkeys(_SEEDS, 12)
 def corpus(part: str) -> list[Sample]:
     """Every sample of one part: "tune" (widened against); "seen" to "seen5" (held-apart parts, each
     measured once and then no longer apart: the detectors were widened by the kinds of phrasing they
-    showed, through new "tune" sentences); "held" (written after that, never tuned on)."""
+    showed, through new "tune" sentences); "held" and "held2" (written after that, each measured once);
+    "held3" and "held4" (written and committed before the detectors were widened for the phrasings held2
+    showed, measured once after)."""
     rng = random.Random(_SEEDS[part])
     samples: list[Sample] = []
     n = PER_TEMPLATE[part]
