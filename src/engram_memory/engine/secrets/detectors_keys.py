@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from engram_memory.engine.secrets.judgement import (
     _ALNUM,
+    _CAPITALIZED_RE,
     _PEM_BEGIN_RE,
     _TOKEN_CHARS,
     Span,
@@ -20,6 +21,7 @@ from engram_memory.engine.secrets.judgement import (
     _masked,
     _merge,
     _preceded_by,
+    _shannon_entropy,
 )
 
 # --- private_key ----------------------------------------------------------------------------------
@@ -186,9 +188,9 @@ def _is_api_token(match: re.Match[str], text: str) -> bool:
 
 
 # A key with no prefix of its own (Mistral, Cohere, Azure OpenAI, Deepgram) is known by its label: "API
-# key: …", "our Cohere key is …", "API 키는 …", "API key 是 …", "APIキーは …".
+# key: …", "our Cohere key is …", "API 키는 …", "API key 是 …", "APIキーは …", "のシークレットは …".
 _LABELLED_KEY_RE = re.compile(
-    r"(?:key|token|키|토큰|密钥|密鑰|令牌|キー|トークン"
+    r"(?:key|token|secret|credentials?|키|토큰|시크릿|密钥|密鑰|秘钥|秘鑰|令牌|キー|トークン|シークレット"
     r"|openai|azure[ \t]openai|anthropic|mistral|cohere|together|deepgram|groq|gemini|perplexity|voyage"
     r"|elevenlabs|assemblyai)[ \t]{0,3}"
     r"(?:[ \t](?:is|was)[ \t]|는|은|이|가|를|是|为|為|は|が|を|[:=\uff1a]|[ \t])[ \t]{0,3}"
@@ -199,13 +201,23 @@ _LABELLED_KEY_RE = re.compile(
 _LONG_HEX_RE = re.compile(r"[0-9a-fA-F]{32,128}")
 
 
+def _labelled_key(value: str) -> bool:
+    """A value a label names as a key: noise, long hex, or capitals, small letters and digits mixed with no
+    separator (a random key the noise measure reads as words now and then), not mostly capitalised words
+    as a type's name is."""
+    if _looks_random(value, min_length=20) or _LONG_HEX_RE.fullmatch(value):
+        return True
+    mixed = _char_classes(value) == 3 and value.isalnum() and _shannon_entropy(value) >= 4.0
+    return mixed and sum(len(word) for word in _CAPITALIZED_RE.findall(value)) < len(value) / 2
+
+
 def _find_api_tokens(text: str, folded: str) -> Iterator[Span]:
     for match in _API_TOKEN_RE.finditer(text):
         if _is_api_token(match, text):
             yield match.span()
     for match in _LABELLED_KEY_RE.finditer(text):
         value = match.group("value")
-        if (_looks_random(value, min_length=20) or _LONG_HEX_RE.fullmatch(value)) and not _masked(value):
+        if _labelled_key(value) and not _masked(value):
             yield match.span("value")
     if ":AA" in text:
         for match in _TELEGRAM_BOT_RE.finditer(text):
@@ -281,7 +293,10 @@ def _benign_spans(text: str) -> list[Span]:
 # certificate chain or thumbprint) written as `"n": "…"`, `n = "…"` or `keys[0].n = "…"`: high-entropy,
 # public. A private member ("d", "p", "q", "dp", "dq", "qi", "k") is not named here and stays a finding.
 _PUBLIC_JWK_MEMBER_RE = re.compile(
-    r"""(?:^|[^A-Za-z0-9_])["']?(?:n|e|x|y|x5c|x5t|x5t#S256)["']?[ \t]{0,3}[:=][ \t]{0,3}\[?[ \t]{0,3}["']?$"""
+    r"""(?:^|[^A-Za-z0-9_])["'(]?(?:n|e|x|y|x5c|x5t|x5t#S256)["')]?[ \t]{0,3}[:=][ \t]{0,3}\[?[ \t]{0,3}["']?$"""
+    # a public key named as one, in the four languages: "modulus (n) = …", "public key: …", "公開鍵 …"
+    r"""|(?i:modulus|exponent|public[ _-]?key|pubkey|jwks?)[^\n]{0,24}?(?:[ \t]is|[:=]|[ \t)])[ \t]{0,3}["']?$"""
+    r"""|(?:공개[ \t]?키|公钥|公鑰|公開鍵|모듈러스|模数|模數|モジュラス)[^\n]{0,24}?[ \t:=\uff1a)][ \t]{0,3}["']?$"""
     # a thumbprint or fingerprint of a public key, a DNS domain-verification value: published on purpose
     r"""|(?:thumbprint|fingerprint)[^\n]{0,12}?(?:[ \t]is|[:=]|[ \t])[ \t]{0,3}["']?$|[a-z]-verification=$"""
     # a digest named as one: sha256=…, integrity: sha512-…, etag "…", checksum …

@@ -185,42 +185,92 @@ def _password_value(value: str) -> bool:
 # Any word that names a password, in the four languages; a value a person plainly chose near it, in any
 # order and whatever words stand between ("My password for everything is basically X", "X는 비번").
 _PASSWORD_WORD_ANYWHERE_RE = re.compile(
-    r"pass(?:words?|wd|phrase|code)|(?<![a-z0-9])(?:pwd|pw|pass|creds?|credentials)(?![a-z0-9])|"
+    r"pass(?:words?|wd|phrase|code)|(?<![a-z0-9])(?:pwd|pw|pword|pass|creds?|credentials|u/p)(?![a-z0-9])|"
     r"비밀[ \t]?번호|비번|패스워드|암호|密码|密碼|口令|パスワード|パスフレーズ|パスコード|暗証番号|パス(?![タポ])"
 )
-_NEAR = 60
-# Past this many password words in one text the rest are not looked around (a megabyte of them stays fast).
-_NEAR_WORDS = 64
-_NEAR_TOKEN_RE = re.compile(
-    "[^\\s\"'`,;()\\[\\]{}<>=\u300c\u300d\u300e\u300f\u201c\u201d\uff08\uff09\u3001\u3002\uff0c\uff1b\uff1a]{6,128}"
+# Words that name a login, an account or an administrator rather than the password (and "p:" as in
+# "u: ops  p: X", too short a word to be sure of): near one of them only a value that is a password
+# whatever the words around it say counts (see _plainly_chosen).
+_LOGIN_WORD_RE = re.compile(
+    r"log[ -]?(?:in|on)|sign[ -]?(?:in|on)|(?<![a-z0-9])(?:admin(?:istrator)?|root|sudo|superuser|account"
+    r"|user(?:name)?|unlock)(?![a-z0-9])|(?<![^\s])p(?=[ \t]{0,2}[:\uff1a][ \t]{0,3}[^\s])|"
+    r"로그인|계정|아이디|관리자|어드민|루트|접속|"
+    r"登录|登錄|登入|登陆|登陸|账号|賬號|帳號|账户|帳戶|用户|用戶|管理员|管理員|后台|後台|"
+    r"ログイン|サインイン|アカウント|管理者|ユーザ|管理画面|ルート"
 )
+# The literal parts of both, for the scanner's cheap test of whether this detector need run at all.
+NEEDLES: tuple[str, ...] = (
+    *("pass", "pwd", "pw", "cred", "u/p", "p:", "p\uff1a", "log", "sign", "admin", "root", "sudo"),
+    *("superuser", "account", "user", "unlock", "비밀", "번호", "비번", "패스워드", "암호", "로그인", "계정"),
+    *("아이디", "관리자", "어드민", "루트", "접속", "密码", "密碼", "口令", "登录", "登錄", "登入", "登陆", "登陸"),
+    *("账号", "賬號", "帳號", "账户", "帳戶", "用户", "用戶", "管理员", "管理員", "后台", "後台", "パス", "暗証"),
+    *("ログイン", "サインイン", "アカウント", "管理者", "ユーザ", "管理画面", "ルート"),
+)
+_NEAR = 60
+# Past this many words of each kind in one text the rest are not looked around (a megabyte of them stays fast).
+_NEAR_WORDS = 64
+_NEAR_STOPS = "\\s\"'`,;()\\[\\]{}<>=\u300c\u300d\u300e\u300f\u201c\u201d\uff08\uff09\u3001\u3002\uff0c\uff1b\uff1a"
+_NEAR_TOKEN_RE = re.compile(f"[^{_NEAR_STOPS}]{{6,128}}")
+# The same tokens cut where Korean, Chinese or Japanese letters begin ("密码是X", "X입니다").
+_NEAR_LATIN_TOKEN_RE = re.compile(f"[^{_NEAR_STOPS}\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3\uff00-\uffef]{{6,128}}")
 _BARE_VALUE_AFTER_RE = re.compile(r"[ \t]*\S{6,128}[ \t]*(?:\n.*)?", re.DOTALL)
 _SENTENCE_END_RE = re.compile("[.!?\u3002\uff01\uff1f\n]\\s")
+_PERCENT_ESCAPE_RE = re.compile(r"%[0-9A-F]{2}")
+_ADDRESS_RE = re.compile(r"[A-Za-z0-9._+-]{2,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}(?::[0-9]{1,5})?")
+_NOT_A_PASSWORD_SYMBOL = frozenset("-_.:/")
+
+
+def _cue_words(folded: str) -> Iterator[tuple[re.Match[str], bool]]:
+    """Every word naming a password (True) or a login (False), in the order they occur."""
+    words = [(m, True) for m, _ in zip(_PASSWORD_WORD_ANYWHERE_RE.finditer(folded), range(_NEAR_WORDS), strict=False)]
+    words += [(m, False) for m, _ in zip(_LOGIN_WORD_RE.finditer(folded), range(_NEAR_WORDS), strict=False)]
+    yield from sorted(words, key=lambda pair: pair[0].start())
 
 
 def _near_password_words(text: str, folded: str) -> Iterator[Span]:
-    """A plainly chosen password within a few words of a word that names one, in the same sentence,
-    unless the words around say the value is about the password (its hash, policy, length)."""
-    for count, word in enumerate(_PASSWORD_WORD_ANYWHERE_RE.finditer(folded)):
-        if count == _NEAR_WORDS:
-            return
+    """A password a person chose, in the same sentence as a word that names a password or a login.
+
+    Near a password's name a word with digits or a capital counts, unless the words around say the value
+    is about the password (its hash, policy, length); near a login's name, and whatever the words around,
+    only a value that is plainly a password (_plainly_chosen).
+    """
+    for word, names_password in _cue_words(folded):
         start, end = max(0, word.start() - _NEAR), min(len(text), word.end() + _NEAR)
         before = [m.end() for m in _SENTENCE_END_RE.finditer(text, start, word.start())]
         after = _SENTENCE_END_RE.search(text, word.end(), end)
         start = before[-1] if before else start
         if after and not _BARE_VALUE_AFTER_RE.fullmatch(text, after.end(), end):
             end = after.start() + 1  # "…password. X": a bare value alone after the sentence still counts
-        if not _ABOUT_THE_PASSWORD.isdisjoint(_LATIN_WORD_RE.findall(folded[start:end])):
-            continue
+        about = not _ABOUT_THE_PASSWORD.isdisjoint(_LATIN_WORD_RE.findall(folded[start:end]))
         first = _NEAR_TOKEN_RE.search(text, word.end(), end)
         if first is not None and first.group()[:1] in "$!{%<" and first.start() - word.end() <= 4:
             continue  # "password: $DB_PASSWORD", "password: !vault …": the password is kept elsewhere
-        for token in _NEAR_TOKEN_RE.finditer(text, start, end):
-            if token.start() < word.end() and token.end() > word.start():
-                continue  # the word itself
-            value = token.group().rstrip(".,;:!?")
-            if _human_password(value) or _is_passphrase(value) or _random_password(value):
-                yield token.start(), token.start() + len(value)
+        for pattern in (_NEAR_TOKEN_RE, _NEAR_LATIN_TOKEN_RE):
+            for token in pattern.finditer(text, start, end):
+                if token.start() < word.end() and token.end() > word.start():
+                    continue  # the word itself
+                value = token.group().rstrip(".,;:!?")
+                chosen = _plainly_chosen(token.group().rstrip(".,;:")) or _plainly_chosen(value)
+                made = _human_password(value) or _is_passphrase(value) or _random_password(value)
+                if chosen or (names_password and not about and made):
+                    yield token.start(), token.start() + len(value)
+
+
+def _plainly_chosen(value: str) -> bool:
+    """A password whatever the words around it say: letters, digits and a symbol ("Harbor2096@",
+    "P@ss3664#", "admin35569!") or a passphrase carrying digits ("cedar-harbor-ember-lantern63"); never a
+    path, an address, a handle, a flag, markup, a percent-escaped string, a placeholder or a reference."""
+    if not 7 <= len(value) <= 64 or value[:1] == "@" or value.startswith("--") or "/" in value:
+        return False
+    if (value[0] == value[-1] and not value[0].isalnum()) or _PERCENT_ESCAPE_RE.search(value):
+        return False  # |markup|, **bold**, first%2Csecond
+    if _ADDRESS_RE.fullmatch(value) or _is_placeholder(value) or _is_reference(value):
+        return False
+    letters = any(ch.isascii() and ch.isalpha() for ch in value)
+    digits = any(ch.isdigit() for ch in value)
+    if _is_passphrase(value):
+        return digits
+    return letters and digits and any(not ch.isalnum() and ch not in _NOT_A_PASSWORD_SYMBOL for ch in value)
 
 
 def _random_password(value: str) -> bool:

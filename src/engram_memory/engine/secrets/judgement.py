@@ -65,7 +65,7 @@ _PLACEHOLDER_RE = re.compile(
         |(?:[A-Z][a-z]{1,20}){1,6}[0-9]{0,2})      # $DB_PASSWORD, $db_pass, $dbPassword, $DbPassword
     | \$\(.{0,256}                                 # $(cat key.txt)
     | (?:\$\{|\{\{|<|%\().{0,256}                  # a template cut short by whitespace
-    | %\(?[A-Za-z_]{0,40}\)?s                      # %s, %(password)s
+    | %s | %\([A-Za-z_]{1,40}\)s                   # %s, %(password)s
     | %[A-Za-z_][A-Za-z0-9_]{0,80}%                # %DB_PASSWORD%
     | [*xX.\u2022#_-]{1,256}                       # ****, xxxx, ....
     | \u2026

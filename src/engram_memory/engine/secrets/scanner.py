@@ -21,6 +21,7 @@ from engram_memory.engine.secrets.detectors_keys import (
     _find_personal_data,
     _find_private_keys,
 )
+from engram_memory.engine.secrets.detectors_passwords import NEEDLES as PASSWORD_NEEDLES
 from engram_memory.engine.secrets.detectors_passwords import _find_password_assignments
 from engram_memory.engine.secrets.judgement import Span, _merge
 
@@ -85,23 +86,8 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "url_credentials": ("://",),
     "connection_string": ("password=", "pwd="),
     "password_assignment": (
-        *("pass", "pwd", "pw", "secret", "key", "token", "credential", "creds", "-u", "--user", "login", "user"),
-        *("account", "계정", "账号", "帳號", "アカウント"),
-        *("-p", "kennwort", "mot de passe", "contrase", "senha", "пароль"),
-        *(
-            "비밀",
-            "번호",
-            "비번",
-            "패스워드",
-            "암호",
-            "密码",
-            "密碼",
-            "口令",
-            "パスワード",
-            "パスフレーズ",
-            "パスコード",
-        ),
-        "暗証番号",
+        *PASSWORD_NEEDLES,
+        *("secret", "key", "token", "-u", "--user", "-p", "kennwort", "mot de passe", "contrase", "senha", "пароль"),
     ),
     "env_assignment": ("=",),
     "session_cookie": ("cookie", "sess", "sid="),
