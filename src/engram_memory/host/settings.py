@@ -37,6 +37,10 @@ class HostPaths:
         return self.home / "policy.toml"
 
     @property
+    def access(self) -> Path:
+        return self.home / "access.toml"
+
+    @property
     def store_dir(self) -> Path:
         return self.home / "store"
 

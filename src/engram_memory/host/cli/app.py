@@ -16,6 +16,7 @@ import typer
 
 from engram_memory import __version__
 from engram_memory.host.cli import (
+    access,
     bindings,
     confirmations,
     console,
@@ -41,6 +42,7 @@ app = typer.Typer(
 for module in (
     home,
     bindings,
+    access,
     serve,
     confirmations,
     review,
