@@ -30,7 +30,7 @@ from anyio.from_thread import start_blocking_portal
 from mcp.client.stdio import stdio_client
 
 from mcp import Client, StdioServerParameters
-from tests.support.agents import StdioAgent
+from tests.support.agents import StdioAgent, refusal_message
 
 _DROPPED = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "LINES", "CLICOLOR_FORCE")
 
@@ -212,3 +212,8 @@ class LoggedAgent(StdioAgent):
         except BaseException:
             self._stack.close()
             raise
+
+
+def refused_connection(home: Path, stderr_file: Path, *serve_args: str, env: dict[str, str] | None = None) -> str:
+    """The message of the -32603 a server started with these arguments refuses an SDK client's connection with."""
+    return refusal_message(lambda: LoggedAgent(home, stderr_file, *serve_args, env=env))

@@ -252,26 +252,22 @@ def test_open_engine_closes_the_store_when_the_block_ends(paths: HostPaths) -> N
 
 
 @pytest.mark.parametrize("token", [None, ""])
-def test_verify_token_turns_memory_off_when_no_token_is_given(paths: HostPaths, token: str | None) -> None:
-    assert verify_token(paths, token) == (
-        None,
-        "no binding given (--binding or ENGRAM_BINDING): memory tools are off",
-    )
+def test_verify_token_says_when_no_token_is_given(paths: HostPaths, token: str | None) -> None:
+    assert verify_token(paths, token) == (None, "no binding given (--binding, --binding-file or ENGRAM_BINDING)")
 
 
 @pytest.mark.parametrize("token", ["garbage", "a.b.c", " "])
-def test_verify_token_turns_memory_off_when_token_does_not_verify(paths: HostPaths, token: str) -> None:
+def test_verify_token_says_when_a_token_does_not_verify(paths: HostPaths, token: str) -> None:
     binding, reason = verify_token(paths, token)
     assert binding is None
-    assert reason == "the binding token does not verify against this host's key: memory tools are off"
+    assert reason == "the binding token does not verify against this host's key"
 
 
-def test_verify_token_turns_memory_off_for_a_token_of_another_home(paths: HostPaths, tmp_path: Path) -> None:
+def test_verify_token_refuses_a_token_of_another_home(paths: HostPaths, tmp_path: Path) -> None:
     other = make_home(tmp_path / "other")
     binding, reason = verify_token(paths, bind(other).token)
     assert binding is None
-    assert reason is not None
-    assert reason.endswith(": memory tools are off")
+    assert reason == "the binding token does not verify against this host's key"
 
 
 def test_verify_token_accepts_a_token_with_surrounding_whitespace(paths: HostPaths) -> None:

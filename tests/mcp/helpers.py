@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from engram_memory.contract.errors import MESSAGES, ErrorCode
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import cli
-from tests.support.agents import StdioAgent
+from tests.support.agents import StdioAgent, refusal_message
 from tests.support.homes import Issued, bind, engine_for, make_home
 from tests.support.payloads import PURPOSE, capture_args, unique_key
 from tests.support.raw import POSTGRES, raw_store, readable_in_store, store_kind
@@ -369,6 +369,11 @@ class Pool:
             token = None if name == "none" else self.issued(name).token
             self._agents[name, era] = StdioAgent(self.paths.home, token, mode=era)
         return self._agents[name, era]
+
+    def refusal(self, name: str, era: str) -> str:
+        """The message of the -32603 a server bound by `name` answers a client connecting in `era` with."""
+        token = None if name == "none" else self.issued(name).token
+        return refusal_message(lambda: StdioAgent(self.paths.home, token, mode=era))
 
     def close(self) -> None:
         for agent in self._agents.values():

@@ -56,30 +56,53 @@ def test_tools_list_full_grant_lists_all_six(pool: Pool, era: str) -> None:
     assert [tool.name for tool in pool.agent("alice", era).list_tools()] == list(ALL_TOOL_NAMES)
 
 
-def test_tools_list_no_binding_is_empty(pool: Pool, era: str) -> None:
-    assert pool.agent("none", era).list_tools() == []
+# A client that connects (probe or handshake) to a server without a usable binding is refused with the
+# reason; one that skips the handshake (a 2026-era client adopting a version it knows) still meets the
+# per-call rules: no tools listed, every call -32603, nothing written.
+DIRECT = "2026-07-28"
+UNAVAILABLE = "Trusted invocation context unavailable: "
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("none", "no binding given (--binding, --binding-file or ENGRAM_BINDING)"),
+        ("forged", "the binding token does not verify against this host's key"),
+        ("expired", "binding {token_id} expired at "),
+    ],
+)
+def test_connecting_without_a_usable_binding_is_refused_with_the_reason(
+    pool: Pool, era: str, name: str, reason: str
+) -> None:
+    message = pool.refusal(name, era)
+    token_id = pool.issued(name).binding.token_id if name != "none" else ""
+    assert message.startswith(UNAVAILABLE + reason.format(token_id=token_id))
+
+
+def test_tools_list_no_binding_is_empty(pool: Pool) -> None:
+    assert pool.agent("none", DIRECT).list_tools() == []
 
 
 @pytest.mark.parametrize("tool", [*ALL_TOOL_NAMES, "engram_memory_delete"])
-def test_call_no_binding_trusted_context_unavailable(pool: Pool, era: str, tool: str) -> None:
+def test_call_no_binding_trusted_context_unavailable(pool: Pool, tool: str) -> None:
     arguments = sample_args(tool) if tool in ALL_TOOL_NAMES else {}
-    assert_trusted_context_unavailable(pool.agent("none", era), tool, arguments)
+    assert_trusted_context_unavailable(pool.agent("none", DIRECT), tool, arguments)
 
 
-def test_capture_no_binding_writes_nothing(pool: Pool, era: str) -> None:
+def test_capture_no_binding_writes_nothing(pool: Pool) -> None:
     journal = db_count(pool.paths, "journal")
     candidates = db_count(pool.paths, "candidates")
-    assert_trusted_context_unavailable(pool.agent("none", era), CAPTURE, sample_args(CAPTURE))
+    assert_trusted_context_unavailable(pool.agent("none", DIRECT), CAPTURE, sample_args(CAPTURE))
     assert (db_count(pool.paths, "journal"), db_count(pool.paths, "candidates")) == (journal, candidates)
 
 
-def test_tools_list_forged_binding_is_empty(pool: Pool, era: str) -> None:
-    assert pool.agent("forged", era).list_tools() == []
+def test_tools_list_forged_binding_is_empty(pool: Pool) -> None:
+    assert pool.agent("forged", DIRECT).list_tools() == []
 
 
 @pytest.mark.parametrize("tool", ALL_TOOL_NAMES)
-def test_call_forged_binding_trusted_context_unavailable(pool: Pool, era: str, tool: str) -> None:
-    assert_trusted_context_unavailable(pool.agent("forged", era), tool, sample_args(tool))
+def test_call_forged_binding_trusted_context_unavailable(pool: Pool, tool: str) -> None:
+    assert_trusted_context_unavailable(pool.agent("forged", DIRECT), tool, sample_args(tool))
 
 
 def test_tools_list_search_only_grant_lists_only_search(pool: Pool, era: str) -> None:
@@ -124,20 +147,20 @@ def test_get_purpose_mismatch_on_known_record_trusted_context_unavailable(pool: 
     assert_trusted_context_unavailable(agent, SEARCH, {"query": word, "purpose_ref": OTHER_PURPOSE})
 
 
-def test_tools_list_expired_binding_still_lists_tools(pool: Pool, era: str) -> None:
-    assert [tool.name for tool in pool.agent("expired", era).list_tools()] == list(ALL_TOOL_NAMES)
+def test_tools_list_expired_binding_still_lists_tools(pool: Pool) -> None:
+    assert [tool.name for tool in pool.agent("expired", DIRECT).list_tools()] == list(ALL_TOOL_NAMES)
 
 
 @pytest.mark.parametrize("tool", ALL_TOOL_NAMES)
-def test_call_expired_binding_authorization_expired(pool: Pool, era: str, tool: str) -> None:
-    envelope = pool.agent("expired", era).call(tool, sample_args(tool))
+def test_call_expired_binding_authorization_expired(pool: Pool, tool: str) -> None:
+    envelope = pool.agent("expired", DIRECT).call(tool, sample_args(tool))
     assert_failure(envelope, "AUTHORIZATION_EXPIRED")
     assert envelope["error"]["retriable"] is False
 
 
-def test_capture_expired_binding_writes_nothing(pool: Pool, era: str) -> None:
+def test_capture_expired_binding_writes_nothing(pool: Pool) -> None:
     journal = db_count(pool.paths, "journal")
-    assert_failure(pool.agent("expired", era).call(CAPTURE, sample_args(CAPTURE)), "AUTHORIZATION_EXPIRED")
+    assert_failure(pool.agent("expired", DIRECT).call(CAPTURE, sample_args(CAPTURE)), "AUTHORIZATION_EXPIRED")
     assert db_count(pool.paths, "journal") == journal
 
 

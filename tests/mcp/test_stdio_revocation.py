@@ -15,7 +15,6 @@ import pytest
 from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import (
     ALL_TOOL_NAMES,
-    CAPTURE,
     HostCli,
     assert_failure,
     capture,
@@ -25,8 +24,8 @@ from tests.mcp.helpers import (
     search,
     unique_word,
 )
-from tests.support.agents import StdioAgent
-from tests.support.payloads import PURPOSE, capture_args
+from tests.support.agents import StdioAgent, refusal_message
+from tests.support.payloads import PURPOSE
 
 pytestmark = pytest.mark.stdio
 
@@ -58,13 +57,13 @@ def test_running_server_answers_revoked_after_revoke_while_another_binding_works
         assert found_ids(other, word) == [record_id]
         capture(other, f"Bob notes that {word} pages the platform rota.")
 
-    # A server started later with the revoked token refuses its calls too.
-    with StdioAgent(paths.home, alice["token"]) as restarted:
-        assert_failure(restarted.call(CAPTURE, capture_args(f"Again {word}.")), "AUTHORIZATION_REVOKED")
+    # A server started later with the revoked token refuses the connection, naming the revocation.
+    message = refusal_message(lambda: StdioAgent(paths.home, alice["token"]))
+    assert message == f"Trusted invocation context unavailable: binding {alice['token_id']} is revoked"
 
     entries = [json.loads(line) for line in host.run("audit", "export").stdout.splitlines()]
     refused = [entry for entry in entries if entry["outcome"] == "AUTHORIZATION_REVOKED"]
-    assert len(refused) == len(ALL_TOOL_NAMES) + 2
+    assert len(refused) == len(ALL_TOOL_NAMES) + 1
     assert {entry["token_id"] for entry in refused} == {alice["token_id"]}
     assert all(entry["outcome"] == "ok" for entry in entries if entry["token_id"] == bob["token_id"])
     stats = json.loads(host.run("stats", "--json").stdout)

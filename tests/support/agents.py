@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 from anyio.from_thread import start_blocking_portal
+from mcp.shared.exceptions import MCPError
 
 from mcp import Client, StdioServerParameters
 
@@ -103,3 +105,23 @@ class StdioAgent:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def refusal_message(connect: Callable[[], StdioAgent]) -> str:
+    """Connects as an SDK client does (probe, then handshake) to a server that must refuse, and returns the
+    refusal's message after checking it is the contract's -32603 (the SDK wraps it in task groups)."""
+    try:
+        connect().close()
+    except BaseException as raised:
+        errors = [error for error in _leaves(raised) if isinstance(error, MCPError)]
+        assert len(errors) == 1 and errors[0].code == -32603, raised
+        return errors[0].message
+    raise AssertionError("the server accepted the connection")
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error

@@ -207,12 +207,16 @@ class HostFront:
             return False
         return True
 
+    def is_revoked(self, token_id: str) -> bool:
+        return self.deps.vault.is_revoked(token_id)
+
     def binding_unusable(self, binding: Binding) -> str | None:
-        """Why every call with this verified binding would be refused now (revoked, expired), or None."""
-        if self.deps.vault.is_revoked(binding.token_id):
-            return "is revoked: every call answers AUTHORIZATION_REVOKED"
+        """Why every call with this verified binding would be refused now ("is revoked", "expired at …"),
+        or None; a revocation is named first, as calls answer it first."""
+        if self.is_revoked(binding.token_id):
+            return "is revoked"
         if binding.expired_at(self.deps.clock.now_ms()):
-            return f"expired at {format_instant(binding.expires_at_ms)}: every call answers AUTHORIZATION_EXPIRED"
+            return f"expired at {format_instant(binding.expires_at_ms)}"
         return None
 
     def record_binding(self, issued: IssuedBindingRow) -> None:

@@ -113,6 +113,35 @@ def issue_binding(
     return IssuedBinding(token=token, binding=_binding(claims))
 
 
+# A binding is due for renewal (and `bindings list` marks it expiring) once less than a fifth of its
+# lifetime, and less than a day, is left.
+RENEWAL_SHARE = 5
+RENEWAL_AT_MOST_MS = 86_400_000
+
+
+def renewal_due(issued_at_ms: int, expires_at_ms: int, now_ms: int) -> bool:
+    lifetime_ms = expires_at_ms - issued_at_ms
+    return expires_at_ms - now_ms < min(RENEWAL_AT_MOST_MS, lifetime_ms // RENEWAL_SHARE)
+
+
+def renewed(signing_key: Ed25519PrivateKey, binding: Binding, *, now_s: int) -> IssuedBinding:
+    """The same claims under a new token id, for as long again as `binding` was issued for."""
+    return issue_binding(
+        signing_key,
+        tenant=binding.tenant,
+        workspace=binding.workspace,
+        principal=binding.principal,
+        agent_id=binding.agent_id,
+        session=binding.session,
+        purpose_ref=binding.purpose_ref,
+        grants=binding.grants,
+        confirm_mutations=binding.confirm_mutations,
+        lifetime_s=max(1, (binding.expires_at_ms - binding.issued_at_ms) // 1000),
+        now_s=now_s,
+        trust_class=binding.trust_class,
+    )
+
+
 def _binding(claims: dict[str, Any]) -> Binding:
     body = claims[CLAIMS_KEY]
     grants = body["grants"]

@@ -248,17 +248,14 @@ def storage_sizes(paths: HostPaths) -> dict[str, int]:
 
 
 # Ends every reason verify_token gives; what comes before it is the reason alone.
-TOOLS_OFF = ": memory tools are off"
-
-
 def verify_token(paths: HostPaths, token: str | None) -> tuple[Binding | None, str | None]:
-    """The verified binding, or None with the reason memory tools stay off."""
+    """The verified binding (expired or not), or None with the reason there is none."""
     if not token:
-        return None, "no binding given (--binding or ENGRAM_BINDING)" + TOOLS_OFF
+        return None, "no binding given (--binding, --binding-file or ENGRAM_BINDING)"
     try:
         return verify_binding(load_signing_key(paths).public_key(), token.strip()), None
     except BindingError as exc:
-        return None, f"{exc}{TOOLS_OFF}"
+        return None, str(exc)
 
 
 def current_user() -> str:
@@ -272,7 +269,6 @@ def current_user() -> str:
 __all__ = [
     "POSTGRES_STORE",
     "SQLITE_STORE",
-    "TOOLS_OFF",
     "HomeError",
     "InitReport",
     "configured_store",

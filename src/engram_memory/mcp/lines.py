@@ -9,12 +9,13 @@ notification (no id) is never answered, even when the server cannot use it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-__all__ = ["Reply", "read_line", "too_long"]
+__all__ = ["Reply", "handshake_refusal", "read_line", "refused_line", "too_long"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,36 @@ _TOO_LONG = Reply(_error_line(types.INVALID_REQUEST, "Request too large"), "a li
 
 def too_long() -> Reply:
     return _TOO_LONG
+
+
+# The contract's message for a missing or unusable binding; at initialize it is followed by why.
+UNAVAILABLE = "Trusted invocation context unavailable"
+
+
+# The requests that open a connection: the handshake of the protocol's first era and the probe of its
+# 2026 era (a client that probes first falls back to the handshake when the probe fails).
+HANDSHAKES = frozenset({"initialize", "server/discover"})
+
+
+def handshake_refusal(message: SessionMessage, refusal: Callable[[], str | None]) -> types.JSONRPCError | None:
+    """The answer to a handshake (`initialize`, `server/discover`) of a server without a usable binding
+    (`refusal` gives why, and is asked only of a handshake): -32603 naming the reason, so the client shows
+    a failed connection and why, not a server that works. Any other message, or no reason: None."""
+    request = message.message
+    if not isinstance(request, types.JSONRPCRequest) or request.method not in HANDSHAKES:
+        return None
+    reason = refusal()
+    if reason is None:
+        return None
+    error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"{UNAVAILABLE}: {reason}")
+    return types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error)
+
+
+def refused_line(error: types.JSONRPCError) -> Reply:
+    return Reply(
+        error.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n",
+        "a handshake without a usable binding",
+    )
 
 
 def _request_id(value: object) -> int | str | None:

@@ -63,11 +63,6 @@ def fault_meta(envelope: Mapping[str, Any], name: str, arguments: object) -> dic
     return None if fault is None else {FAULT_META_KEY: {"pointer": fault.pointer, "rule": fault.rule}}
 
 
-def tools_off_note(reason: str) -> str:
-    """What the instructions add when the server lists no memory tools, so the agent can tell its user."""
-    return f"Memory tools are off on this server ({reason}): tell the user the host must start it with a valid binding."
-
-
 def _input_schema_of(name: str) -> Mapping[str, Any] | None:
     """The schema the HTTP transport checks `Mcp-Param-*` headers against. Without it the SDK runs the
     whole tools/list handler again for every tool call (a fifth of a call's CPU on the server)."""
@@ -81,12 +76,10 @@ def build_server(
     engine: Engine,
     binding_source: BindingSource,
     *,
-    tools_off: str | None = None,
     observe: CallObserver | None = None,
 ) -> Server[Any]:
-    """`binding_source` gives the verified binding of the request (fixed for stdio, per request on HTTP).
-    `tools_off`: why this server lists no memory tools (stdio without a usable binding), told to the
-    client in the instructions so that the agent can tell its user instead of guessing."""
+    """`binding_source` gives the verified binding of the request (the stdio server's own, a request's
+    bearer token on HTTP); a stdio server without a usable one is refused at `initialize` (mcp/stdio.py)."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
@@ -131,7 +124,7 @@ def build_server(
         get_tool_input_schema=_input_schema_of,
         version=__version__,
         title="Engram memory",
-        instructions=INSTRUCTIONS if tools_off is None else f"{INSTRUCTIONS} {tools_off_note(tools_off)}",
+        instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,

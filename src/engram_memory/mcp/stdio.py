@@ -20,12 +20,13 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from engram_memory.mcp.lines import Reply, read_line, too_long
+from engram_memory.mcp.lines import Reply, handshake_refusal, read_line, refused_line, too_long
 from engram_memory.mcp.log_budget import LogBudget
 
 logger = logging.getLogger(__name__)
@@ -36,19 +37,50 @@ LINE_LIMIT = 16 * 1024 * 1024
 _BAD_LINES = LogBudget(logger)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
+# Why a client must not be told this server works (no usable binding), asked at each handshake.
+Refusal = Callable[[], str | None]
+
+
+async def serve_stdio(server: Server[Any], refusal: Refusal | None = None) -> None:
+    """Serves until the client closes stdin; with `refusal`, a handshake (`initialize`, `server/discover`) is
+    answered -32603 naming why whenever it gives a reason, and never reaches the server."""
     options = server.create_initialization_options()
+    refused = refusal or _never
     if not (_pollable(0) and _pollable(1)):
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, options)
+        async with stdio_server() as (transport_in, write_stream):
+            forward, gated = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            async with anyio.create_task_group() as group:
+                group.start_soon(_forward, transport_in, forward, write_stream, refused)
+                await server.run(gated, write_stream, options)
+                group.cancel_scope.cancel()
         return
     with _claimed_wire() as (wire_in, wire_out):
         reader, writer, reading = await _pipe_streams(wire_in, wire_out)
         try:
-            await _serve_lines(server, options, reader, writer)
+            await _serve_lines(server, options, reader, writer, refused)
         finally:
             writer.close()
             reading.close()
+
+
+def _never() -> str | None:
+    return None
+
+
+async def _forward(
+    transport_in: MemoryObjectReceiveStream[SessionMessage | Exception],
+    forward: MemoryObjectSendStream[SessionMessage | Exception],
+    write_stream: MemoryObjectSendStream[SessionMessage],
+    refused: Refusal,
+) -> None:
+    """The SDK transport's messages to the server, but a refused handshake answered here."""
+    async with forward, transport_in:
+        async for message in transport_in:
+            error = None if isinstance(message, Exception) else handshake_refusal(message, refused)
+            if error is not None:
+                await write_stream.send(SessionMessage(error))
+            else:
+                await forward.send(message)
 
 
 def _pollable(fd: int) -> bool:
@@ -126,7 +158,7 @@ async def _lines(reader: asyncio.StreamReader, answer: Callable[[Reply], Awaitab
 
 
 async def _serve_lines(
-    server: Server[Any], options: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    server: Server[Any], options: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, refused: Refusal
 ) -> None:
     read_sender, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_receiver = create_context_streams[SessionMessage](0)
@@ -141,6 +173,9 @@ async def _serve_lines(
         async with read_sender:
             async for line in _lines(reader, answer):
                 handled = read_line(line)
+                if isinstance(handled, SessionMessage):
+                    error = handshake_refusal(handled, refused)
+                    handled = handled if error is None else refused_line(error)
                 if isinstance(handled, Reply):
                     await answer(handled)
                 elif handled is not None:

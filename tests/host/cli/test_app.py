@@ -30,7 +30,7 @@ from engram_memory.host.compose import current_user
 from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML
 from engram_memory.host.settings import HostPaths
-from tests.host.clirun import Done, LoggedAgent, assert_one_line_failure, cli, cli_process
+from tests.host.clirun import Done, LoggedAgent, assert_one_line_failure, cli, cli_process, refused_connection
 from tests.support.agents import StdioAgent
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
@@ -49,10 +49,10 @@ BIND_ARGS = (
     "--purpose", PURPOSE,
 )  # fmt: skip
 _RULES = itertools.count(1)
-NO_BINDING_WARNING = "engram-memory: WARNING no binding given (--binding or ENGRAM_BINDING): memory tools are off"
-BAD_BINDING_WARNING = (
-    "engram-memory: WARNING the binding token does not verify against this host's key: memory tools are off"
-)
+NO_BINDING = "no binding given (--binding, --binding-file or ENGRAM_BINDING)"
+REFUSED = ": clients are refused at connection until the host gives a usable binding"
+NO_BINDING_WARNING = f"engram-memory: WARNING {NO_BINDING}{REFUSED}"
+BAD_BINDING_WARNING = f"engram-memory: WARNING the binding token does not verify against this host's key{REFUSED}"
 
 
 def _home_files(paths: HostPaths) -> list[Path]:
@@ -626,30 +626,23 @@ def test_bind_issues_a_new_token_id_each_time(tmp_path: Path) -> None:
 
 
 @pytest.mark.stdio
-def test_serve_without_binding_serves_no_tools_to_an_sdk_client(tmp_path: Path) -> None:
-    paths = _init(tmp_path / "home")
-    with StdioAgent(paths.home, None) as agent:
-        assert agent.list_tools() == []
-
-
-@pytest.mark.stdio
-def test_serve_without_binding_warns_once_and_refuses_calls(tmp_path: Path) -> None:
+def test_serve_without_binding_warns_once_and_refuses_the_connection(tmp_path: Path) -> None:
     paths = _init(tmp_path / "home")
     stderr_file = tmp_path / "serve.stderr"
-    with LoggedAgent(paths.home, stderr_file) as agent:
-        assert agent.list_tools() == []
-        with pytest.raises(MCPError) as raised:
-            agent.raw_call("engram_memory_search", {"query": "deploys", "purpose_ref": PURPOSE})
-        assert (raised.value.code, raised.value.message) == (-32603, "Trusted invocation context unavailable")
-    stderr = stderr_file.read_text(encoding="utf-8")
-    assert stderr.splitlines() == [NO_BINDING_WARNING]
+    message = refused_connection(paths.home, stderr_file)
+    assert message == "Trusted invocation context unavailable: " + NO_BINDING
+    lines = stderr_file.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == NO_BINDING_WARNING
+    assert set(lines[1:]) <= {
+        "engram-memory: WARNING answered a handshake without a usable binding with a JSON-RPC error"
+    }
 
 
 @pytest.mark.stdio
-def test_serve_with_garbage_binding_serves_no_tools_to_an_sdk_client(tmp_path: Path) -> None:
+def test_serve_with_garbage_binding_refuses_the_connection(tmp_path: Path) -> None:
     paths = _init(tmp_path / "home")
-    with StdioAgent(paths.home, "not-a-token-at-all") as agent:
-        assert agent.list_tools() == []
+    message = refused_connection(paths.home, tmp_path / "serve.stderr", "--binding", "not-a-token-at-all")
+    assert message.endswith("the binding token does not verify against this host's key")
 
 
 @pytest.mark.stdio
@@ -660,10 +653,9 @@ def test_serve_with_foreign_binding_warns_without_the_token(tmp_path: Path, wher
     token = _ok(cli("bind", *BIND_ARGS, "--all-tools", "--home", foreign.home)).strip()
     stderr_file = tmp_path / "serve.stderr"
     args, env = (("--binding", token), {}) if where == "flag" else ((), {"ENGRAM_BINDING": token})
-    with LoggedAgent(paths.home, stderr_file, *args, env=env) as agent:
-        assert agent.list_tools() == []
+    refused_connection(paths.home, stderr_file, *args, env=env)
     stderr = stderr_file.read_text(encoding="utf-8")
-    assert stderr.splitlines() == [BAD_BINDING_WARNING]
+    assert stderr.splitlines()[0] == BAD_BINDING_WARNING
     for part in token.split("."):
         assert part not in stderr
 
@@ -675,10 +667,9 @@ def test_serve_with_tampered_binding_warns_without_the_token(tmp_path: Path) -> 
     header, payload, signature = token.split(".")
     tampered = f"{header}.{payload[:-4]}{'AAAA' if payload[-4:] != 'AAAA' else 'BBBB'}.{signature}"
     stderr_file = tmp_path / "serve.stderr"
-    with LoggedAgent(paths.home, stderr_file, env={"ENGRAM_BINDING": tampered}) as agent:
-        assert agent.list_tools() == []
+    refused_connection(paths.home, stderr_file, env={"ENGRAM_BINDING": tampered})
     stderr = stderr_file.read_text(encoding="utf-8")
-    assert stderr.splitlines() == [BAD_BINDING_WARNING]
+    assert stderr.splitlines()[0] == BAD_BINDING_WARNING
     assert signature not in stderr
 
 
@@ -705,8 +696,7 @@ def test_serve_binding_flag_beats_engram_binding(tmp_path: Path) -> None:
     stderr_file = tmp_path / "serve.stderr"
     with LoggedAgent(paths.home, stderr_file, "--binding", token, env={"ENGRAM_BINDING": "garbage"}) as agent:
         assert [tool.name for tool in agent.list_tools()] == ["engram_memory_search"]
-    with LoggedAgent(paths.home, stderr_file, "--binding", "garbage", env={"ENGRAM_BINDING": token}) as agent:
-        assert agent.list_tools() == []
+    refused_connection(paths.home, stderr_file, "--binding", "garbage", env={"ENGRAM_BINDING": token})
 
 
 @pytest.mark.stdio
@@ -732,13 +722,11 @@ def test_serve_with_binding_granting_nothing_lists_no_tools_and_answers_unknown_
 
 
 @pytest.mark.stdio
-def test_serve_with_expired_binding_answers_authorization_expired(tmp_path: Path) -> None:
+def test_serve_with_expired_binding_refuses_the_connection(tmp_path: Path) -> None:
     paths = _init(tmp_path / "home")
     expired = bind(paths, now_s=int(time.time()) - 7200, lifetime_s=3600)
-    with StdioAgent(paths.home, expired.token) as agent:
-        assert sorted(tool.name for tool in agent.list_tools()) == ALL_NAMES
-        code = agent.error_code("engram_memory_search", {"query": "deploys", "purpose_ref": PURPOSE})
-        assert code == "AUTHORIZATION_EXPIRED"
+    message = refused_connection(paths.home, tmp_path / "serve.stderr", env={"ENGRAM_BINDING": expired.token})
+    assert message.startswith(f"Trusted invocation context unavailable: binding {expired.binding.token_id} expired")
 
 
 # -- confirmations -------------------------------------------------------------------------------

@@ -1,6 +1,10 @@
-"""`engram-memory bindings list`: what this home issued, to whom, with which tools, until when, revoked or not.
+"""`engram-memory bindings list` and `bindings renew`: what this home issued, and keeping a stdio agent's
+binding file current.
 
-Listed from the vault's record of issued bindings (their claims, never a token), newest first.
+Listed from the vault's record of issued bindings (their claims, never a token), newest first; a binding
+with less than a fifth of its lifetime (and less than a day) left is marked expiring. `renew` replaces a
+binding file with the same claims under a new token before its binding lapses; a server reading the file
+(`serve --binding-file`) takes it at its next request.
 """
 
 from __future__ import annotations
@@ -8,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -15,7 +20,12 @@ import typer
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine.ports.rows import IssuedBindingRow, RevocationRow
+from engram_memory.host.binding_file import BindingFileError, read_token_file, write_token_file
+from engram_memory.host.bindings import BindingError, issued_row_of, renewal_due, renewed, verify_binding
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, say
+from engram_memory.host.compose import current_user
+from engram_memory.host.keys.files import KeyFileError, load_signing_key
+from engram_memory.host.settings import resolve_home
 
 
 def register(app: typer.Typer) -> None:
@@ -23,12 +33,15 @@ def register(app: typer.Typer) -> None:
     bindings_app = typer.Typer(help="The bindings this home issued: claims, grants, expiry, revocation.")
     app.add_typer(bindings_app, name="bindings")
     bindings_app.command("list")(bindings_list)
+    bindings_app.command("renew")(bindings_renew)
 
 
 def _status(issued: IssuedBindingRow, revocation: RevocationRow | None, now_ms: int) -> str:
     if revocation is not None:
         return "revoked"
-    return "expired" if now_ms >= issued.expires_at_ms else "active"
+    if now_ms >= issued.expires_at_ms:
+        return "expired"
+    return "expiring" if renewal_due(issued.issued_at_ms, issued.expires_at_ms, now_ms) else "active"
 
 
 def binding_json(issued: IssuedBindingRow, revocation: RevocationRow | None, now_ms: int) -> dict[str, Any]:
@@ -79,3 +92,51 @@ def bindings_list(
         say(f"    agent {item['agent_id']}, session {item['session']}, purpose {item['purpose_ref']}; {grants}")
         ended = f"; revoked {item['revoked_at']} by {item['revoked_by']}" if item["revoked_at"] else ""
         say(f"    issued {item['issued_at']} by {item['issued_by']}; expires {item['expires_at']}{ended}")
+
+
+def bindings_renew(
+    binding_file: Annotated[Path, typer.Argument(help="The file a stdio server reads (serve --binding-file).")],
+    force: Annotated[bool, typer.Option("--force", help="Renew even when the binding is not due.")] = False,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Replace a binding file's token with the same claims and lifetime, once its binding is due (a fifth of its
+    lifetime, at most a day, left) or expired; a revoked binding is never renewed. Run it from cron or a timer."""
+    path = binding_file.expanduser()
+    paths = resolve_home(home)
+    try:
+        signing_key = load_signing_key(paths)
+        previous = verify_binding(signing_key.public_key(), read_token_file(path))
+    except (BindingFileError, KeyFileError) as exc:
+        fail(str(exc))
+    except BindingError:
+        fail(f"the binding in {path} does not verify against this host's key: only this home's bindings are renewed")
+    now_ms = int(time.time() * 1000)
+    with opened_engine(home) as (engine, _paths):
+        try:
+            if engine.is_revoked(previous.token_id):
+                fail(f"binding {previous.token_id} is revoked: it is not renewed (engram-memory bind issues a new one)")
+            due = renewal_due(previous.issued_at_ms, previous.expires_at_ms, now_ms)
+            if not (due or force):
+                _said_renewal(previous.token_id, None, previous.expires_at_ms, as_json)
+                return
+            issued = renewed(signing_key, previous, now_s=now_ms // 1000)
+            engine.record_binding(issued_row_of(issued.binding, issued_by=current_user()))
+        except ContractError as exc:
+            fail(f"the store is unavailable ({exc.code.value})")
+    try:
+        write_token_file(path, issued.token)
+    except BindingFileError as exc:
+        fail(str(exc))
+    _said_renewal(previous.token_id, issued.binding.token_id, issued.binding.expires_at_ms, as_json)
+
+
+def _said_renewal(previous: str, token_id: str | None, expires_at_ms: int, as_json: bool) -> None:
+    expires_at = format_instant(expires_at_ms)
+    if as_json:
+        answer = {"renewed": token_id is not None, "previous": previous, "token_id": token_id or previous}
+        sys.stdout.write(json.dumps({**answer, "expires_at": expires_at}) + "\n")
+    elif token_id is None:
+        say(f"not due: binding {previous} expires {expires_at}")
+    else:
+        say(f"renewed: binding {previous} -> {token_id}, expires {expires_at}")

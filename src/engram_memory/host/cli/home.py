@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -14,7 +15,8 @@ from engram_memory.contract.binding import Binding
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import ALL_TOOLS, tool_from_name
-from engram_memory.host.bindings import BindingError, issue_binding, issued_row_of, parse_duration
+from engram_memory.host.binding_file import BindingFileError, write_token_file
+from engram_memory.host.bindings import BindingError, IssuedBinding, issue_binding, issued_row_of, parse_duration
 from engram_memory.host.cli.common import HomeOption, JsonOption, err, fail, opened_engine, out, warn
 from engram_memory.host.client_config import check_request, client_config
 from engram_memory.host.compose import (
@@ -23,7 +25,7 @@ from engram_memory.host.compose import (
     init_home,
 )
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
-from engram_memory.host.settings import resolve_home
+from engram_memory.host.settings import HostPaths, resolve_home
 
 
 def register(app: typer.Typer) -> None:
@@ -115,12 +117,22 @@ def bind(
             "--http", help="With --print-config: connect to this `serve --http` URL (…/mcp) instead of stdio."
         ),
     ] = None,
+    to_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--to-file",
+            help="Write the token to this file (mode 0600) for serve --binding-file, instead of printing it;"
+            " engram-memory bindings renew FILE keeps it current.",
+        ),
+    ] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Print one signed binding token on stdout (or, with --print-config, a client configuration using it)."""
     paths = resolve_home(home)
     refusal = check_request(print_config, http_url, as_json)
+    if refusal is None and to_file is not None and print_config is not None:
+        refusal = "--to-file and --print-config both say where the token goes: choose one"
     if refusal is not None:
         fail(refusal)
     grants: set[str] = set()
@@ -157,12 +169,31 @@ def bind(
             fail(f"the binding could not be recorded: the store is unavailable ({exc.code.value})")
     if not grants:
         warn("the binding grants no tool: the agent will see no memory tools (add --grant TOOL or --all-tools)")
+    _deliver(issued, paths, print_config=print_config, http_url=http_url, to_file=to_file, as_json=as_json)
+
+
+def _deliver(
+    issued: IssuedBinding,
+    paths: HostPaths,
+    *,
+    print_config: str | None,
+    http_url: str | None,
+    to_file: Path | None,
+    as_json: bool,
+) -> None:
+    """The token where the person asked for it: a file, a client configuration, JSON or stdout."""
+    b = issued.binding
+    if to_file is not None:
+        try:
+            write_token_file(to_file.expanduser(), issued.token)
+        except BindingFileError as exc:
+            fail(f"{exc} (binding {b.token_id} was issued: revoke it, or write the file and run bind again)")
     if print_config is not None:
         sys.stdout.write(client_config(print_config, issued.token, paths.home, http_url=http_url) + "\n")
         _say_token_id(b, "; the snippet holds the token: keep it out of version control")
     elif as_json:
         payload = {
-            "token": issued.token,
+            **({"file": str(to_file)} if to_file is not None else {"token": issued.token}),
             "token_id": b.token_id,
             "tenant": b.tenant,
             "workspace": b.workspace,
@@ -176,6 +207,8 @@ def bind(
             "expires_at": format_instant(b.expires_at_ms),
         }
         sys.stdout.write(json.dumps(payload) + "\n")
+    elif to_file is not None:
+        _say_token_id(b, f"; written to {to_file} (serve --binding-file reads it, bindings renew renews it)")
     else:
         sys.stdout.write(issued.token + "\n")
         _say_token_id(b, "")

@@ -10,14 +10,10 @@ import anyio
 import typer
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.host.binding_file import BindingFileError, read_token_file
 from engram_memory.host.cli import reindex as cli_index
 from engram_memory.host.cli.common import HomeOption, fail
-from engram_memory.host.compose import (
-    TOOLS_OFF,
-    HomeError,
-    serving_engines,
-    verify_token,
-)
+from engram_memory.host.compose import HomeError, serving_engines, verify_token
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
 from engram_memory.host.serve.http_guard import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, MAX_CONNECTIONS, GuardSettings
 from engram_memory.host.serve.logs import FORMATS, LEVELS, configure
@@ -47,8 +43,11 @@ _HTTP_ONLY = {
 }
 
 
-def _checked_binding(ctx: typer.Context, http: bool, binding: str | None, binding_file: Path | None) -> str | None:
-    """The stdio binding token the options give (refusing options that mean nothing in the mode asked for)."""
+def _checked_binding(
+    ctx: typer.Context, http: bool, binding: str | None, binding_file: Path | None
+) -> tuple[str | None, Path | None]:
+    """The stdio binding token the options give, or the file to read it from (checked readable now; read
+    again whenever it changes); refuses options that mean nothing in the mode asked for."""
     file_flag = binding_file is not None and _given(ctx, "binding_file", only_flags=True)
     if http and (binding or file_flag):
         fail("--binding is for stdio: over HTTP every request carries its own bearer token")
@@ -60,18 +59,16 @@ def _checked_binding(ctx: typer.Context, http: bool, binding: str | None, bindin
             verb = "applies" if len(ignored) == 1 else "apply"
             fail(f"{', '.join(ignored)} {verb} only with --http (serve over stdio takes none of them)")
     if binding_file is not None and not binding and not http:
-        return _read_binding_file(binding_file)
-    return binding
+        return None, _readable_binding_file(binding_file.expanduser())
+    return binding, None
 
 
-def _read_binding_file(path: Path) -> str:
+def _readable_binding_file(path: Path) -> Path:
     try:
-        token = path.expanduser().read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"cannot read the binding file {path}: {getattr(exc, 'strerror', None) or type(exc).__name__}")
-    if not token:
-        fail(f"the binding file {path} is empty")
-    return token
+        read_token_file(path)
+    except BindingFileError as exc:
+        fail(str(exc))
+    return path
 
 
 def _given(ctx: typer.Context, name: str, *, only_flags: bool = False) -> bool:
@@ -141,9 +138,10 @@ def serve(
     paths = resolve_home(home)
     from engram_memory.host.serve.http import ListenError, refuse_unsafe_address, serve_http
     from engram_memory.host.serve.stdio import serve_with_housekeeping
+    from engram_memory.host.serve.stdio_binding import StdioBinding
     from engram_memory.mcp.server import build_server
 
-    binding = _checked_binding(ctx, http, binding, binding_file)
+    binding, binding_path = _checked_binding(ctx, http, binding, binding_file)
     try:
         if http:
             refuse_unsafe_address(host, allow_remote)
@@ -169,17 +167,16 @@ def serve(
                     access_log=access_log,
                 )
                 return
-            verified, reason = verify_token(paths, binding_from_environment(binding))
-            unusable = None if verified is None else owner.binding_unusable(verified)
-            if reason is not None:
-                log.warning(reason)
-            elif unusable is not None and verified is not None:
-                log.warning("binding %s %s", verified.token_id, unusable)
-            else:
-                log.info("serving over stdio; binding %s verified", verified.token_id if verified else "-")
-            tools_off = None if reason is None else reason.removesuffix(TOOLS_OFF)
-            server = build_server(agents, lambda _ctx: verified, tools_off=tools_off)
-            anyio.run(serve_with_housekeeping, server, owner, housekeeping_every)
+            source = StdioBinding(
+                lambda token: verify_token(paths, token),
+                owner.binding_unusable,
+                token=None if binding_path is not None else binding_from_environment(binding),
+                path=binding_path,
+            )
+            line, warning = source.describe()
+            (log.warning if warning else log.info)(line)
+            server = build_server(agents, lambda _ctx: source.binding())
+            anyio.run(serve_with_housekeeping, server, owner, housekeeping_every, source.refusal)
     except ListenError as exc:
         fail(str(exc))
     except (HomeError, KeyFileError) as exc:

@@ -14,7 +14,7 @@ from mcp.server import Server
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.engine import Engine
-from engram_memory.mcp.stdio import serve_stdio
+from engram_memory.mcp.stdio import Refusal, serve_stdio
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +41,10 @@ async def housekeeping_loop(engine: Engine, interval_s: float) -> None:
         await anyio.sleep(interval_s)
 
 
-async def serve_with_housekeeping(server: Server[Any], owner: Engine, interval_s: float) -> None:
+async def serve_with_housekeeping(
+    server: Server[Any], owner: Engine, interval_s: float, refusal: Refusal | None = None
+) -> None:
     async with anyio.create_task_group() as group:
         group.start_soon(housekeeping_loop, owner, interval_s)
-        await serve_stdio(server)
+        await serve_stdio(server, refusal)
         group.cancel_scope.cancel()
