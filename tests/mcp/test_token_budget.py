@@ -69,10 +69,16 @@ def test_a_search_answer_costs_no_more_than_its_ceiling_beyond_the_memory_texts(
     texts += [f"{word} note {n}: the staging database is refreshed from a masked snapshot." for n in range(6)]
     for text in texts:
         remember(alice_modern, text)
-    one = _overhead(alice_modern, f"{train} release train", 10, 1)
+    # Ids and digests are random and their token counts vary (a one-hit answer carries six of them): the
+    # one-hit figure is the mean of eight answers, each about its own memory.
+    others = [unique_word() for _ in range(7)]
+    for other in others:
+        remember(alice_modern, f"The {other} rota pages the platform team when a nightly backup fails twice.")
+    queries = [f"{train} release train", *others]
+    one = sum(_overhead(alice_modern, query, 10, 1) for query in queries) / len(queries)
     first_of_many = _overhead(alice_modern, f"{word} release train", 1, 1)
     ten = _overhead(alice_modern, word, 10, 10)
-    print(f"search answer tokens beyond the texts: one hit {one}, first of many {first_of_many}, ten hits {ten}")
+    print(f"search answer tokens beyond the texts: one hit {one:.1f}, first of many {first_of_many}, ten hits {ten}")
     assert one <= ONE_HIT_OVERHEAD_CEILING
     assert first_of_many <= FIRST_OF_MANY_OVERHEAD_CEILING
     assert ten <= TEN_HIT_OVERHEAD_CEILING
