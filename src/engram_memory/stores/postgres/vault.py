@@ -23,6 +23,7 @@ from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import VAULT_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.store import CONNECT_TIMEOUT_S, SchemaNotCurrent
 from engram_memory.stores.sql.issued import INSERT_ISSUED, ISSUED_NEWEST_FIRST, WAS_ISSUED, issued_row, issued_values
+from engram_memory.stores.sql.sign_in import SqlSignInStore
 from engram_memory.stores.sql.vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
 from engram_memory.stores.sql.vault_image import adopt_image, read_image
 
@@ -351,6 +352,10 @@ class PostgresKeyVault:
     def adopt(self, image: VaultImage) -> AdoptedCounts:
         with self._tx() as db:
             return adopt_image(db, image)
+
+    def sign_in(self) -> SqlSignInStore:
+        """The sign-in tables of this vault (people, OAuth clients, grants, codes, tokens, sessions)."""
+        return SqlSignInStore(self._tx)
 
     def close(self) -> None:
         self._pool.close()

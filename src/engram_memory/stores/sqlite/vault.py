@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engram_memory.engine.ports.store import IssuedBindingRow, RevocationRow, Scope, WrappedKey
 from engram_memory.stores.sql.issued import INSERT_ISSUED, ISSUED_NEWEST_FIRST, WAS_ISSUED, issued_row, issued_values
+from engram_memory.stores.sql.sign_in import SqlSignInStore
 from engram_memory.stores.sql.vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
 from engram_memory.stores.sql.vault_image import adopt_image, read_image
 from engram_memory.stores.sqlite.faults import SQLITE
@@ -300,6 +301,21 @@ class SQLiteKeyVault:
             added = adopt_image(self._db, image)
             self._db.execute("COMMIT")
         return added
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, SQLITE.translated():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def sign_in(self) -> SqlSignInStore:
+        """The sign-in tables of this vault (people, OAuth clients, grants, codes, tokens, sessions)."""
+        return SqlSignInStore(self._tx)
 
     def close(self) -> None:
         with self._lock:
