@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from engram_memory.engine.ports.sign_in import SignInStore
 from engram_memory.engine.ports.store import IssuedBindingRow, KeyVault, RevocationRow, Scope, WrappedKey
 
 
@@ -93,6 +94,10 @@ class HostKeyVault(KeyVault, Protocol):
 
     def image(self) -> VaultImage:
         """Every key, destroyed id, revocation and issued binding, read in one transaction."""
+        ...
+
+    def sign_in(self) -> SignInStore:
+        """The sign-in tables (people, OAuth clients, grants, codes, refresh tokens, browser sessions)."""
         ...
 
     def adopt(self, image: VaultImage) -> AdoptedCounts:
