@@ -26,6 +26,9 @@ class Binding:
     issued_at_ms: int
     expires_at_ms: int
     trust_class: str = "asserted"
+    # The MCP endpoint an OAuth access token was issued for (RFC 8707); None for a binding the host issued
+    # with `bind`, which any of its servers accepts.
+    resource: str | None = None
 
     def grants_tool(self, tool: str) -> bool:
         return tool in self.grants

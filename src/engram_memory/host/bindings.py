@@ -75,8 +75,11 @@ def issue_binding(
     lifetime_s: int,
     now_s: int,
     trust_class: str = "asserted",
+    resource: str | None = None,
 ) -> IssuedBinding:
-    """Raises BindingError for any value that could not be verified back into the same binding."""
+    """Raises BindingError for any value that could not be verified back into the same binding.
+
+    `resource`: the MCP endpoint an OAuth access token is for (RFC 8707), added to its audience."""
     fields = {
         "tenant": tenant,
         "workspace": workspace,
@@ -95,9 +98,11 @@ def issue_binding(
     if not 0 < lifetime_s <= MAX_LIFETIME_S:
         raise BindingError("a binding lives between 1 second and 366 days")
     token_id = new_token_id()
+    if resource is not None and (not resource.startswith(("https://", "http://")) or resource == AUDIENCE):
+        raise BindingError("a token's resource is the URL of an MCP endpoint")
     claims: dict[str, Any] = {
         "iss": ISSUER,
-        "aud": AUDIENCE,
+        "aud": AUDIENCE if resource is None else [AUDIENCE, resource],
         "sub": principal,
         "jti": token_id,
         "iat": now_s,
@@ -159,7 +164,12 @@ def _binding(claims: dict[str, Any]) -> Binding:
             raise BindingError("the binding's times are malformed")
     if body["principal"] != claims["sub"]:
         raise BindingError("the binding's principal does not match its subject")
+    audience = claims["aud"]
+    others = [] if isinstance(audience, str) else [entry for entry in audience if entry != AUDIENCE]
+    if len(others) > 1 or not all(isinstance(entry, str) for entry in others):
+        raise BindingError("the binding's audience is malformed")
     return Binding(
+        resource=others[0] if others else None,
         token_id=_check_ref("jti", claims["jti"]),
         tenant=_check_ref("tenant", body["tenant"]),
         workspace=_check_ref("workspace", body["workspace"]),

@@ -10,9 +10,12 @@ import ipaddress
 import json
 import logging
 import re
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server import Server
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
@@ -30,6 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.errors import ProtocolFault, trusted_context_unavailable
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
+from engram_memory.contract.tools import ALL_TOOLS
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +46,17 @@ MAX_REQUEST_BODY_BYTES = MAX_ARGUMENT_BYTES + ENVELOPE_ALLOWANCE_BYTES
 REALM = "engram-memory"
 
 TokenCheck = Callable[[str], Binding | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Authorization:
+    """The authorization server this endpoint names (this host, signing people in), and what its access
+    tokens must be for: `resource`, this endpoint's URL (RFC 8707). `revoked` says whether a token id was
+    revoked, so that a revoked or expired OAuth token is answered 401 and its client refreshes."""
+
+    issuer: str
+    resource: str
+    revoked: Callable[[str], bool]
 
 
 class BindingAccessToken(AccessToken):
@@ -60,12 +75,15 @@ class BindingTokenVerifier:
     SDK's bearer backend would drop the token as if it were forged.
     """
 
-    def __init__(self, check: TokenCheck) -> None:
+    def __init__(self, check: TokenCheck, authorization: Authorization | None = None) -> None:
         self._check = check
+        self._authorization = authorization
 
     async def verify_token(self, token: str) -> AccessToken | None:
         binding = self._check(token.strip())
         if binding is None:
+            return None
+        if binding.resource is not None and not await self._oauth_token_usable(binding):
             return None
         return BindingAccessToken(
             token=token,
@@ -76,6 +94,16 @@ class BindingTokenVerifier:
             claims={"jti": binding.token_id},
             binding=binding,
         )
+
+    async def _oauth_token_usable(self, binding: Binding) -> bool:
+        """An OAuth access token must be for this endpoint, unexpired and unrevoked: else 401, and the client
+        refreshes (a binding from `bind` is judged per call instead, answered by an envelope)."""
+        authorization = self._authorization
+        if authorization is None or binding.resource != authorization.resource:
+            return False
+        if binding.expired_at(int(time.time() * 1000)):
+            return False
+        return not await anyio.to_thread.run_sync(authorization.revoked, binding.token_id)
 
 
 def request_binding(_ctx: ServerRequestContext[Any]) -> Binding | None:
@@ -105,25 +133,27 @@ def _origin(scope: Scope) -> str | None:
 
 
 class ResourceMetadata:
-    """RFC 9728 protected-resource metadata for `/mcp`, naming no authorization server.
+    """RFC 9728 protected-resource metadata for `/mcp`, published only when it names an authorization server
+    (this host signing people in); otherwise there is none to publish, and the answer is 404 (the bearer
+    token is then a binding the host issues out of band, `engram-memory bind`)."""
 
-    The bearer token is a binding the host issues out of band (`engram-memory bind`); there is no OAuth
-    flow to start. A client that probes for one (Claude Code, the MCP Inspector) reads here that
-    `authorization_servers` is absent and can say so, instead of failing on a 404 from dynamic client
-    registration. The SDK's own metadata model requires an authorization server, so this one is ours.
-    """
+    def __init__(self, authorization: Authorization | None) -> None:
+        self._authorization = authorization
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         origin = _origin(scope)
-        if scope.get("method") not in ("GET", "HEAD") or origin is None:
+        if self._authorization is None:
+            status, body = 404, b""
+        elif scope.get("method") not in ("GET", "HEAD") or origin is None:
             status, body = (405 if origin is not None else 400), b""
         else:
             status = 200
             metadata = {
-                "resource": origin + MCP_PATH,
+                "resource": self._authorization.resource,
+                "authorization_servers": [self._authorization.issuer],
+                "scopes_supported": [tool.value for tool in ALL_TOOLS],
                 "bearer_methods_supported": ["header"],
-                "resource_name": "engram-memory: send the bearer token your host issued (engram-memory bind); "
-                "there is no OAuth authorization server",
+                "resource_name": "engram-memory",
             }
             body = json.dumps(metadata, separators=(",", ":")).encode("utf-8")
         headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
@@ -134,6 +164,9 @@ class ResourceMetadata:
         await send({"type": "http.response.body", "body": body if scope.get("method") != "HEAD" else b""})
 
 
+_INVALID = "the token was not signed by this host, or has expired or was revoked"
+
+
 class RequireBinding:
     """Answers a request without a verified binding before it reaches the MCP transport.
 
@@ -142,9 +175,10 @@ class RequireBinding:
     invocation context unavailable`, which the SDK client surfaces as the request's error.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, metadata_published: bool) -> None:
         self.app = app
         self._body = _trusted_context_error_body()
+        self._metadata = metadata_published
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if isinstance(scope.get("user"), AuthenticatedUser):
@@ -153,10 +187,10 @@ class RequireBinding:
         presented = any(name == b"authorization" for name, _ in scope.get("headers", []))
         challenge = f'Bearer realm="{REALM}"'
         origin = _origin(scope)
-        if origin is not None:
+        if origin is not None and self._metadata:
             challenge += f', resource_metadata="{origin}{RESOURCE_METADATA_PATH}{MCP_PATH}"'
         if presented:  # RFC 6750 §3.1: only a presented token is "invalid"; a missing one just gets the challenge
-            challenge += ', error="invalid_token", error_description="the token is not a binding signed by this host"'
+            challenge += ', error="invalid_token", error_description="' + _INVALID + '"'
         await send(
             {
                 "type": "http.response.start",
@@ -200,7 +234,13 @@ def transport_security(host: str, port: int) -> TransportSecuritySettings:
 
 
 def build_http_app(
-    server: Server[Any], check: TokenCheck, *, host: str, port: int, extra_routes: Sequence[BaseRoute] = ()
+    server: Server[Any],
+    check: TokenCheck,
+    *,
+    host: str,
+    port: int,
+    extra_routes: Sequence[BaseRoute] = (),
+    authorization: Authorization | None = None,
 ) -> Starlette:
     """The ASGI app serving `server` at /mcp; `check` turns a bearer token into its verified binding or None.
 
@@ -215,12 +255,13 @@ def build_http_app(
         max_request_body_size=MAX_REQUEST_BODY_BYTES,
     )
     middleware = [
-        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(BindingTokenVerifier(check))),
+        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(BindingTokenVerifier(check, authorization))),
         Middleware(AuthContextMiddleware),
     ]
-    metadata = ResourceMetadata()
+    metadata = ResourceMetadata(authorization)
+    published = authorization is not None
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=RequireBinding(StreamableHTTPASGIApp(manager))),
+        Route(MCP_PATH, endpoint=RequireBinding(StreamableHTTPASGIApp(manager), metadata_published=published)),
         # RFC 9728 §3.1: the metadata of the resource /mcp sits at the well-known path plus /mcp; some clients
         # probe the bare well-known path first.
         Route(RESOURCE_METADATA_PATH + MCP_PATH, endpoint=metadata, methods=["GET", "HEAD"]),

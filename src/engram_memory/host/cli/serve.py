@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
@@ -24,6 +25,9 @@ from engram_memory.host.settings import (
     resolve_home,
 )
 
+if TYPE_CHECKING:
+    from engram_memory.host.serve.http import Tls
+
 
 def register(app: typer.Typer) -> None:
     """Adds this module's command to the main `engram-memory` app."""
@@ -40,6 +44,9 @@ _HTTP_ONLY = {
     "max_connections": "--max-connections",
     "metrics_port": "--metrics-port",
     "access_log": "--access-log",
+    "public_url": "--public-url",
+    "tls_cert": "--tls-cert",
+    "tls_key": "--tls-key",
 }
 
 
@@ -69,6 +76,19 @@ def _readable_binding_file(path: Path) -> Path:
     except BindingFileError as exc:
         fail(str(exc))
     return path
+
+
+def _tls(certificate: Path | None, key: Path | None) -> Tls | None:
+    from engram_memory.host.serve.http import Tls
+
+    if certificate is None and key is None:
+        return None
+    if certificate is None or key is None:
+        fail("--tls-cert and --tls-key go together")
+    for path in (certificate, key):
+        if not path.is_file():
+            fail(f"cannot read {path}: no such file")
+    return Tls(certificate=certificate, key=key)
 
 
 def _given(ctx: typer.Context, name: str, *, only_flags: bool = False) -> bool:
@@ -124,6 +144,18 @@ def serve(
     access_log: Annotated[
         bool, typer.Option("--access-log", help="With --http: one log line per request (never a header or body).")
     ] = False,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            "--public-url",
+            help="With --http: the origin people and clients reach this server at (https://memory.example.com);"
+            " makes it the OAuth authorization server of its /mcp endpoint (needs access.toml).",
+        ),
+    ] = None,
+    tls_cert: Annotated[
+        Path | None, typer.Option("--tls-cert", help="With --http: serve HTTPS with this certificate (PEM).")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="With --http: the certificate's key (PEM).")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
     log_format: Annotated[str, typer.Option("--log-format", help="text, or json (one object a line).")] = "text",
     home: HomeOption = None,
@@ -137,6 +169,7 @@ def serve(
     log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
     from engram_memory.host.serve.http import ListenError, refuse_unsafe_address, serve_http
+    from engram_memory.host.serve.sign_in import SignInSetupError, sign_in_for
     from engram_memory.host.serve.stdio import serve_with_housekeeping
     from engram_memory.host.serve.stdio_binding import StdioBinding
     from engram_memory.mcp.server import build_server
@@ -155,17 +188,21 @@ def serve(
             if http:
                 public_key = load_signing_key(paths).public_key()
                 guard = GuardSettings(header_timeout, body_timeout, max_connections)
-                serve_http(
-                    agents,
-                    owner,
-                    public_key,
-                    host=host,
-                    port=port,
-                    housekeeping_every_s=housekeeping_every,
-                    settings=guard,
-                    metrics_port=metrics_port,
-                    access_log=access_log,
-                )
+                with ExitStack() as stack:
+                    sign_in = None if public_url is None else stack.enter_context(sign_in_for(paths, public_url, owner))
+                    serve_http(
+                        agents,
+                        owner,
+                        public_key,
+                        host=host,
+                        port=port,
+                        housekeeping_every_s=housekeeping_every,
+                        settings=guard,
+                        metrics_port=metrics_port,
+                        access_log=access_log,
+                        sign_in=sign_in,
+                        tls=_tls(tls_cert, tls_key),
+                    )
                 return
             source = StdioBinding(
                 lambda token: verify_token(paths, token),
@@ -177,7 +214,7 @@ def serve(
             (log.warning if warning else log.info)(line)
             server = build_server(agents, lambda _ctx: source.binding())
             anyio.run(serve_with_housekeeping, server, owner, housekeeping_every, source.refusal)
-    except ListenError as exc:
+    except (ListenError, SignInSetupError) as exc:
         fail(str(exc))
     except (HomeError, KeyFileError) as exc:
         fail(str(exc))

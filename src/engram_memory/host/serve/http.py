@@ -12,14 +12,16 @@ import math
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import anyio
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from starlette.requests import ClientDisconnect
+from starlette.routing import BaseRoute
 
 from engram_memory.contract.binding import Binding
 from engram_memory.engine.engine import Engine
@@ -27,7 +29,14 @@ from engram_memory.host.bindings import BindingError, verify_binding
 from engram_memory.host.serve.http_guard import ConnectionGuard, GuardSettings, descriptor_budget, guarded_protocol
 from engram_memory.host.serve.observability import AccessLog, Metrics, health_routes
 from engram_memory.host.serve.stdio import housekeeping_loop
-from engram_memory.mcp.http import MCP_PATH, TokenCheck, build_http_app, is_loopback, request_binding
+from engram_memory.mcp.http import (
+    MCP_PATH,
+    Authorization,
+    TokenCheck,
+    build_http_app,
+    is_loopback,
+    request_binding,
+)
 from engram_memory.mcp.log_budget import BudgetFilter, OneLineFor
 from engram_memory.mcp.server import build_server
 
@@ -84,9 +93,23 @@ def token_check(public_key: Ed25519PublicKey) -> TokenCheck:
     return check
 
 
-def endpoint_url(host: str, port: int) -> str:
+def endpoint_url(host: str, port: int, *, https: bool = False) -> str:
     literal = host.strip("[]")
-    return f"http://{f'[{literal}]' if ':' in literal else literal}:{port}{MCP_PATH}"
+    return f"http{'s' if https else ''}://{f'[{literal}]' if ':' in literal else literal}:{port}{MCP_PATH}"
+
+
+@dataclass(frozen=True, slots=True)
+class SignIn:
+    """The authorization server's routes and what the MCP endpoint says of it."""
+
+    routes: Sequence[BaseRoute]
+    authorization: Authorization
+
+
+@dataclass(frozen=True, slots=True)
+class Tls:
+    certificate: Path
+    key: Path
 
 
 class SignalQuietServer(uvicorn.Server):
@@ -127,11 +150,15 @@ def serve_http(
     settings: GuardSettings = DEFAULT_GUARD,
     metrics_port: int | None = None,
     access_log: bool = False,
+    sign_in: SignIn | None = None,
+    tls: Tls | None = None,
 ) -> None:
     """Serves until SIGINT or SIGTERM. Raises ListenError when the address cannot be bound.
 
     `agents` answers the calls (the runtime role on PostgreSQL); `owner` runs the housekeeping and the
     readiness probe. `metrics_port`: serve Prometheus metrics on 127.0.0.1 there (0 picks a port).
+    `sign_in`: this host is also the authorization server of its endpoint (people sign in; their clients'
+    tokens are bindings the access rules decide). `tls`: serve HTTPS with this certificate and key.
     """
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every stateless request at INFO
     for name in ("uvicorn.error", "asyncio"):  # lines a client causes: a bad request, an accept error
@@ -143,8 +170,14 @@ def serve_http(
         metrics = Metrics()
         metrics.watch_queue(agents)
         server = build_server(agents, request_binding, observe=metrics.observe_call)
+        routes = [*health_routes(owner), *(sign_in.routes if sign_in is not None else ())]
         app = build_http_app(
-            server, token_check(public_key), host=host, port=bound_port, extra_routes=health_routes(owner)
+            server,
+            token_check(public_key),
+            host=host,
+            port=bound_port,
+            extra_routes=routes,
+            authorization=None if sign_in is None else sign_in.authorization,
         )
         if metrics_port is not None:
             try:
@@ -166,10 +199,14 @@ def serve_http(
             # HTTP clients let theirs expire (httpx: 5 s). uvicorn's own 5 s would race them: a client
             # reusing a connection as the server closes it gets a reset instead of an answer.
             timeout_keep_alive=max(1, math.ceil(guard.settings.header_timeout_s)),
+            ssl_certfile=None if tls is None else str(tls.certificate),
+            ssl_keyfile=None if tls is None else str(tls.key),
         )
-        if not is_loopback(host):
+        if not is_loopback(host) and tls is None:
             logger.warning("listening beyond this machine: only behind a TLS-terminating proxy")
-        logger.info("serving MCP over streamable HTTP at %s", endpoint_url(host, bound_port))
+        logger.info("serving MCP over streamable HTTP at %s", endpoint_url(host, bound_port, https=tls is not None))
+        if sign_in is not None:
+            logger.info("people sign in at %s for %s", sign_in.authorization.issuer, sign_in.authorization.resource)
         anyio.run(_serve, SignalQuietServer(config), sock, owner, housekeeping_every_s)
     except KeyboardInterrupt:  # Ctrl-C before uvicorn took over the signals
         logger.info("stopped")

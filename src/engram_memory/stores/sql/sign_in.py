@@ -234,6 +234,14 @@ class SqlSignInStore:
                 == 1
             )
 
+    def live_bindings(self, grant_id: str, now_ms: int) -> list[str]:
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT token_id FROM issued_bindings WHERE session = ? AND expires_at_ms > ? ORDER BY token_id",
+                (grant_id, now_ms),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
     # -- codes and refresh tokens ------------------------------------------------------------------
     def add_code(self, row: CodeRow) -> None:
         values = (

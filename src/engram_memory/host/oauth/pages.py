@@ -1,0 +1,257 @@
+"""The pages a person sees between an application's `/authorize` and its redirect: sign in (or enrol with a
+one-time code), then consent.
+
+Each page carries the signed pending request (pending.py); a browser session (a random cookie whose
+digest the vault keeps) remembers who signed in; the consent form carries a CSRF token bound to that
+session and request. Every page forbids framing and caching. The decision returns to the client's
+redirect URI with `code`, `state` and `iss` (RFC 9207), or `error=access_denied`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import anyio
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from engram_memory.engine.ports.sign_in import SessionRow
+from engram_memory.host.access.people import (
+    MIN_PASSWORD_CHARS,
+    PeopleError,
+    digest,
+    enrol,
+    identity_of,
+    signed_in,
+)
+from engram_memory.host.access.rules import Access, Identity
+from engram_memory.host.oauth.pending import PendingError, PendingRequest, check_csrf, csrf_token, open_request
+from engram_memory.host.oauth.provider import SIGN_IN_PATH, client_name
+from engram_memory.host.oauth.service import GrantRefused, SignInService, identity_from_json, identity_json
+
+ENROL_PATH = SIGN_IN_PATH + "/enrol"
+CONSENT_PATH = "/consent"
+COOKIE = "engram_sign_in"
+SESSION_LIFETIME_MS = 12 * 3600 * 1000
+MAX_FORM_FIELD = 4096
+
+_TEMPLATES = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=select_autoescape(["html"]),
+    auto_reload=False,
+)
+
+
+def _headers(form_targets: str = "'self'") -> dict[str, str]:
+    return {
+        "Cache-Control": "no-store",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": (
+            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none';"
+            f" form-action {form_targets}"
+        ),
+    }
+
+
+def _page(template: str, status: int = 200, form_targets: str = "'self'", **values: Any) -> HTMLResponse:
+    html = _TEMPLATES.get_template(template).render(**values)
+    return HTMLResponse(html, status_code=status, headers=_headers(form_targets))
+
+
+def _message(title: str, message: str, status: int) -> HTMLResponse:
+    return _page("message.html", status, title=title, message=message, error=status >= 400)
+
+
+class SignInPages:
+    def __init__(self, service: SignInService, *, secure_cookie: bool) -> None:
+        self.service = service
+        self._secure = secure_cookie
+
+    def routes(self) -> list[Route]:
+        return [
+            Route(SIGN_IN_PATH, self.sign_in, methods=["GET", "POST"]),
+            Route(ENROL_PATH, self.enrol, methods=["GET", "POST"]),
+            Route(CONSENT_PATH, self.consent, methods=["GET", "POST"]),
+        ]
+
+    # -- helpers -------------------------------------------------------------------------------------
+    async def _field(self, request: Request, name: str) -> str:
+        if request.method == "GET":
+            value = request.query_params.get(name, "")
+        else:
+            form = await request.form(max_files=0, max_fields=16)
+            raw = form.get(name, "")
+            value = raw if isinstance(raw, str) else ""
+        return value[:MAX_FORM_FIELD] if name != "request" else value[: MAX_FORM_FIELD * 4]
+
+    def _pending(self, sealed: str) -> PendingRequest:
+        return open_request(self.service.key, sealed, now_s=self.service.now_ms() // 1000)
+
+    async def _client_name(self, client_id: str) -> str:
+        row = await anyio.to_thread.run_sync(self.service.store.client, client_id)
+        return client_id if row is None else client_name(row.metadata, client_id)
+
+    async def _session(self, request: Request) -> tuple[str, Identity, str | None] | None:
+        cookie = request.cookies.get(COOKIE)
+        if not cookie:
+            return None
+        session_digest = digest(cookie)
+        row = await anyio.to_thread.run_sync(self.service.store.session, session_digest, self.service.now_ms())
+        if row is None:
+            return None
+        identity, person_id = identity_from_json(row.identity)
+        return session_digest, identity, person_id
+
+    async def _signed_in_response(self, identity: Identity, person_id: str | None, sealed: str) -> Response:
+        cookie = secrets.token_urlsafe(32)
+        now = self.service.now_ms()
+        row = SessionRow(digest(cookie), identity_json(identity, person_id), now, now + SESSION_LIFETIME_MS)
+        await anyio.to_thread.run_sync(self.service.store.add_session, row)
+        response = RedirectResponse(f"{CONSENT_PATH}?{urlencode({'request': sealed})}", status_code=303)
+        response.headers.update(_headers())
+        response.set_cookie(
+            COOKIE, cookie, max_age=SESSION_LIFETIME_MS // 1000, httponly=True, secure=self._secure, samesite="lax"
+        )
+        return response
+
+    # -- pages ---------------------------------------------------------------------------------------
+    async def sign_in(self, request: Request) -> Response:
+        sealed = await self._field(request, "request")
+        try:
+            pending = self._pending(sealed)
+        except PendingError as exc:
+            return _message("Sign-in failed", f"This sign-in link cannot be used: {exc}.", 400)
+        name = await self._client_name(pending.client_id)
+        values: dict[str, Any] = {
+            "title": "Sign in",
+            "client_name": name,
+            "request": sealed,
+            "action": SIGN_IN_PATH,
+            "enrol_link": f"{ENROL_PATH}?{urlencode({'request': sealed})}",
+            "email": "",
+        }
+        if request.method == "GET":
+            if await self._session(request) is not None:
+                return RedirectResponse(f"{CONSENT_PATH}?{urlencode({'request': sealed})}", status_code=303)
+            return _page("sign_in.html", **values)
+        email, password = await self._field(request, "email"), await self._field(request, "password")
+        person = await anyio.to_thread.run_sync(signed_in, self.service.store, email, password)
+        if person is None:
+            wrong = "The email or the password is wrong (or the account is not enrolled or is disabled)."
+            return _page("sign_in.html", 401, **{**values, "error": wrong, "email": email})
+        return await self._signed_in_response(
+            identity_of(person, self.service.settings.issuer), person.person_id, sealed
+        )
+
+    async def enrol(self, request: Request) -> Response:
+        sealed = await self._field(request, "request")
+        try:
+            self._pending(sealed)
+        except PendingError as exc:
+            return _message("Enrolment failed", f"This sign-in link cannot be used: {exc}.", 400)
+        values: dict[str, Any] = {
+            "title": "Choose your password",
+            "request": sealed,
+            "action": ENROL_PATH,
+            "min_chars": MIN_PASSWORD_CHARS,
+        }
+        if request.method == "GET":
+            return _page("enrol.html", **values)
+        code, password = await self._field(request, "code"), await self._field(request, "password")
+        if password != await self._field(request, "again"):
+            return _page("enrol.html", 400, **values, error="The two passwords differ.")
+        try:
+            person = await anyio.to_thread.run_sync(
+                lambda: enrol(self.service.store, code.strip(), password, now_ms=self.service.now_ms())
+            )
+        except PeopleError as exc:
+            return _page("enrol.html", 400, **values, error=f"{str(exc).capitalize()}.")
+        if person is None:
+            return _page("enrol.html", 400, **values, error="This code is wrong, used or expired: ask for a new one.")
+        return await self._signed_in_response(
+            identity_of(person, self.service.settings.issuer), person.person_id, sealed
+        )
+
+    async def consent(self, request: Request) -> Response:
+        sealed = await self._field(request, "request")
+        try:
+            pending = self._pending(sealed)
+        except PendingError as exc:
+            return _message("Authorization failed", f"This authorization cannot go on: {exc}.", 400)
+        session = await self._session(request)
+        if session is None:
+            return RedirectResponse(f"{SIGN_IN_PATH}?{urlencode({'request': sealed})}", status_code=303)
+        session_digest, identity, person_id = session
+        try:
+            access = self.service.decide(identity)
+        except GrantRefused as refused:
+            return _message("Access refused", f"{refused}.", 403)
+        if request.method == "GET":
+            return await self._consent_form(pending, sealed, session_digest, identity, access)
+        return await self._decision(request, pending, sealed, session_digest, identity, person_id)
+
+    async def _consent_form(
+        self, pending: PendingRequest, sealed: str, session_digest: str, identity: Identity, access: Access
+    ) -> Response:
+        redirect = urlsplit(pending.redirect_uri)
+        tools = sorted(access.grants & set(pending.scopes)) if pending.scopes else sorted(access.grants)
+        return _page(
+            "consent.html",
+            form_targets=_form_targets(pending),
+            title="Allow access?",
+            principal=identity.principal,
+            client_name=await self._client_name(pending.client_id),
+            client_id=pending.client_id,
+            redirect_host=redirect.netloc,
+            tenant=access.tenant,
+            workspaces=list(access.workspaces),
+            tools=tools,
+            request=sealed,
+            csrf=csrf_token(self.service.key, session_digest, sealed, now_s=self.service.now_ms() // 1000),
+            action=CONSENT_PATH,
+        )
+
+    async def _decision(
+        self,
+        request: Request,
+        pending: PendingRequest,
+        sealed: str,
+        session_digest: str,
+        identity: Identity,
+        person_id: str | None,
+    ) -> Response:
+        now_s = self.service.now_ms() // 1000
+        try:
+            check_csrf(self.service.key, await self._field(request, "csrf"), session_digest, sealed, now_s=now_s)
+        except PendingError:
+            return _message("Authorization failed", "This form did not come from your sign-in: start again.", 403)
+        answer: dict[str, str] = {"iss": self.service.settings.issuer}
+        if pending.state is not None:
+            answer["state"] = pending.state
+        if await self._field(request, "decision") != "allow":
+            answer["error"] = "access_denied"
+        else:
+            workspace = await self._field(request, "workspace")
+            try:
+                answer["code"] = await anyio.to_thread.run_sync(
+                    lambda: self.service.consent(pending, identity, person_id, workspace)
+                )
+            except GrantRefused as refused:
+                return _message("Access refused", f"{refused}.", 403)
+        separator = "&" if urlsplit(pending.redirect_uri).query else "?"
+        response = RedirectResponse(pending.redirect_uri + separator + urlencode(answer), status_code=303)
+        response.headers.update(_headers(_form_targets(pending)))
+        return response
+
+
+def _form_targets(pending: PendingRequest) -> str:
+    """Where the consent form may lead: this server, and the client's redirect URI it returns to."""
+    redirect = urlsplit(pending.redirect_uri)
+    return f"'self' {redirect.scheme}://{redirect.netloc}"

@@ -1,0 +1,76 @@
+"""`serve --http --public-url URL`: this host as the authorization server of its own MCP endpoint.
+
+Needs the home's access rules (access.toml, read again at every sign-in and refresh, so an edit takes
+effect without a restart) and its vault (people, clients, grants); tokens are signed with the home's key.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+from engram_memory.engine.engine import Engine
+from engram_memory.host.access.rules import AccessRules
+from engram_memory.host.access.rules_file import AccessRulesError, read_access_rules
+from engram_memory.host.compose import open_vault
+from engram_memory.host.keys.files import load_signing_key
+from engram_memory.host.oauth.routes import authorization_routes
+from engram_memory.host.oauth.service import ISSUED_BY, SignInService, SignInSettings
+from engram_memory.host.serve.http import SignIn
+from engram_memory.host.settings import HostPaths
+from engram_memory.mcp.http import MCP_PATH, Authorization, is_loopback
+
+
+class SignInSetupError(Exception):
+    """Sign-in cannot be served as asked; the message is one line for the operator."""
+
+
+def public_url_of(text: str) -> str:
+    """The issuer: https://host[:port] (http only on a loopback host), no path, query or fragment."""
+    parts = urlsplit(text.strip())
+    loopback = parts.hostname is not None and is_loopback(parts.hostname)
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        raise SignInSetupError("--public-url must be https:// (http:// only for a loopback address)")
+    if not parts.hostname or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        raise SignInSetupError("--public-url is the server's origin only, e.g. https://memory.example.com")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@contextmanager
+def sign_in_for(paths: HostPaths, public_url: str, owner: Engine) -> Iterator[SignIn]:
+    issuer = public_url_of(public_url)
+    try:
+        if read_access_rules(paths.access) is None:
+            raise SignInSetupError(
+                f"sign-in needs access rules: {paths.access} does not exist (engram-memory access example)"
+            )
+    except AccessRulesError as exc:
+        raise SignInSetupError(str(exc)) from exc
+
+    def rules() -> AccessRules:
+        return read_access_rules(paths.access) or AccessRules(rules=())
+
+    vault = open_vault(paths)
+    try:
+        service = SignInService(
+            vault.sign_in(),
+            load_signing_key(paths),
+            SignInSettings(issuer=issuer, resource=issuer + MCP_PATH),
+            rules,
+            owner.record_binding,
+            lambda token_id: _revoke(owner, token_id),
+            lambda: int(time.time() * 1000),
+        )
+        authorization = Authorization(issuer=issuer, resource=issuer + MCP_PATH, revoked=owner.is_revoked)
+        yield SignIn(
+            routes=authorization_routes(service, secure_cookie=issuer.startswith("https://")),
+            authorization=authorization,
+        )
+    finally:
+        vault.close()
+
+
+def _revoke(owner: Engine, token_id: str) -> None:
+    owner.revoke_token(token_id, revoked_by=ISSUED_BY)
