@@ -27,6 +27,7 @@ from engram_memory.host.oauth.service import SignInService
 
 METADATA_PATH = "/.well-known/oauth-authorization-server"
 REGISTRATION_PATH = "/register"
+REVOCATION_PATH = "/revoke"
 MAX_REGISTRATION_BYTES = 64 * 1024
 SCOPES = [tool.value for tool in ALL_TOOLS]
 
@@ -42,23 +43,48 @@ class PublicByDefault:
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        body = b""
-        more = True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = bool(message.get("more_body")) and len(body) <= MAX_REGISTRATION_BYTES
-        body = _public_unless_asked(body)
-        sent = False
+        body = _public_unless_asked(await _body(receive))
+        await self.app(scope, _replay(body), send)
 
-        async def replay() -> Message:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+class WithoutSecret:
+    """A public client's revocation request carries no `client_secret`, which the SDK's request model (2.3)
+    requires anyway: an empty one is added to a form that lacks it (the authenticator then checks none)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await _body(receive)
+        if b"client_secret=" not in body and len(body) <= MAX_REGISTRATION_BYTES:
+            body += b"&client_secret=" if body else b"client_secret="
+        await self.app(scope, _replay(body), send)
+
+
+async def _body(receive: Receive) -> bytes:
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = bool(message.get("more_body")) and len(body) <= MAX_REGISTRATION_BYTES
+    return body
+
+
+def _replay(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
 
 
 def _public_unless_asked(body: bytes) -> bytes:
@@ -94,6 +120,8 @@ def authorization_routes(service: SignInService, *, secure_cookie: bool) -> list
         elif sdk_route.path == REGISTRATION_PATH:
             public = PublicByDefault(sdk_route.app)
             routes.append(Route(REGISTRATION_PATH, endpoint=public, methods=["POST", "OPTIONS"]))
+        elif sdk_route.path == REVOCATION_PATH:
+            routes.append(Route(REVOCATION_PATH, endpoint=WithoutSecret(sdk_route.app), methods=["POST", "OPTIONS"]))
         else:
             routes.append(sdk_route)
     return [*routes, *SignInPages(service, secure_cookie=secure_cookie).routes()]

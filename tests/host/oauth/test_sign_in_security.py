@@ -1,0 +1,221 @@
+"""Attempts to get, keep or misuse access through the sign-in server, each of which must fail: no or plain PKCE,
+an unregistered redirect URI, a code presented twice, a redirect URI changed at the token endpoint, a refresh
+token replayed, a forged consent, a token for another endpoint, an expired or revoked token."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+
+from engram_memory.host.bindings import issue_binding
+from engram_memory.host.keys.files import load_signing_key
+from engram_memory.host.settings import HostPaths
+from tests.host.clirun import cli
+from tests.host.oauth.test_sign_in_flow import CALLBACK, PASSWORD, RULES, Browser, _free_port, _hidden, _person
+from tests.support.http_agents import HttpServer
+
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
+
+
+@pytest.fixture
+def server(paths: HostPaths, tmp_path: Path) -> Iterator[HttpServer]:
+    paths.access.write_text(RULES, encoding="utf-8")
+    _person(paths, "alice@acme.com", ["eng"])
+    port = _free_port()
+    public = f"http://127.0.0.1:{port}"
+    with HttpServer(paths.home, tmp_path / "serve.log", "--port", str(port), "--public-url", public) as running:
+        yield running
+
+
+def _pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    return verifier, challenge
+
+
+class Flow:
+    def __init__(self, server: HttpServer) -> None:
+        self.base = server.url.removesuffix("/mcp")
+        self.mcp = server.url
+        self.http = httpx.Client(base_url=self.base, follow_redirects=False, timeout=30)
+        registered = self.http.post("/register", json={"redirect_uris": [CALLBACK], "client_name": "Attacker?"})
+        assert registered.status_code == 201, registered.text
+        self.client_id = registered.json()["client_id"]
+
+    def close(self) -> None:
+        self.http.close()
+
+    def authorize_url(self, challenge: str | None, **extra: str) -> str:
+        query = {"response_type": "code", "client_id": self.client_id, "redirect_uri": CALLBACK, "state": "s"}
+        if challenge is not None:
+            query.update(code_challenge=challenge, code_challenge_method="S256")
+        query.update(extra)
+        return "/authorize?" + urlencode(query)
+
+    def code(self, challenge: str) -> str:
+        with Browser(self.base) as browser:
+            answer = browser.authorize(self.authorize_url(challenge), "alice@acme.com")
+        assert answer["iss"] == self.base and answer["state"] == "s"
+        return answer["code"]
+
+    def token(self, **form: str) -> httpx.Response:
+        return self.http.post("/token", data={"client_id": self.client_id, **form})
+
+    def exchange(self, code: str, verifier: str, redirect_uri: str = CALLBACK) -> httpx.Response:
+        return self.token(grant_type="authorization_code", code=code, code_verifier=verifier, redirect_uri=redirect_uri)
+
+    def refresh(self, refresh_token: str) -> httpx.Response:
+        return self.token(grant_type="refresh_token", refresh_token=refresh_token)
+
+    def list_tools(self, access_token: str) -> httpx.Response:
+        headers = {**MCP_HEADERS, "authorization": f"Bearer {access_token}"}
+        return self.http.post("/mcp", json=LIST_TOOLS, headers=headers)
+
+
+@pytest.fixture
+def flow(server: HttpServer) -> Iterator[Flow]:
+    opened = Flow(server)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_tokens_work_and_refresh_rotates(flow: Flow) -> None:
+    verifier, challenge = _pkce()
+    tokens = flow.exchange(flow.code(challenge), verifier).json()
+    assert tokens["token_type"] == "Bearer" and tokens["expires_in"] == 600
+    assert flow.list_tools(tokens["access_token"]).status_code == 200
+    renewed = flow.refresh(tokens["refresh_token"]).json()
+    assert renewed["refresh_token"] != tokens["refresh_token"]
+    assert flow.list_tools(renewed["access_token"]).status_code == 200
+
+
+def test_authorize_refuses_missing_or_plain_pkce_and_an_unregistered_redirect(flow: Flow) -> None:
+    missing = flow.http.get(flow.authorize_url(None))
+    plain = flow.http.get(flow.authorize_url("x" * 43, code_challenge_method="plain"))
+    for answer in (missing, plain):
+        assert answer.status_code in (302, 400)
+        assert "code=" not in answer.headers.get("location", "")
+        assert "/sign-in" not in answer.headers.get("location", "")
+    elsewhere = flow.http.get(flow.authorize_url(_pkce()[1], redirect_uri="https://evil.example/steal"))
+    assert elsewhere.status_code == 400  # never redirected to an address the client did not register
+    assert "location" not in elsewhere.headers
+
+
+def test_a_code_presented_twice_revokes_everything_it_gave(flow: Flow) -> None:
+    verifier, challenge = _pkce()
+    code = flow.code(challenge)
+    first = flow.exchange(code, verifier).json()
+    again = flow.exchange(code, verifier)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    assert flow.refresh(first["refresh_token"]).json()["error"] == "invalid_grant"
+    assert flow.list_tools(first["access_token"]).status_code == 401
+
+
+def test_the_verifier_and_the_redirect_uri_must_match_the_authorization(flow: Flow) -> None:
+    verifier, challenge = _pkce()
+    wrong_verifier = flow.exchange(flow.code(challenge), _pkce()[0])
+    assert wrong_verifier.status_code == 400 and wrong_verifier.json()["error"] == "invalid_grant"
+    moved = flow.exchange(flow.code(challenge), verifier, redirect_uri="http://127.0.0.1:9/other")
+    assert moved.status_code == 400 and moved.json()["error"] == "invalid_request"
+
+
+def test_a_replayed_refresh_token_revokes_its_whole_family(flow: Flow) -> None:
+    verifier, challenge = _pkce()
+    first = flow.exchange(flow.code(challenge), verifier).json()
+    second = flow.refresh(first["refresh_token"]).json()
+    replay = flow.refresh(first["refresh_token"])
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert flow.refresh(second["refresh_token"]).json()["error"] == "invalid_grant"
+    assert flow.list_tools(second["access_token"]).status_code == 401
+
+
+def test_a_forged_consent_gives_no_code(flow: Flow) -> None:
+    _, challenge = _pkce()
+    with Browser(flow.base) as browser:
+        sign_in = browser.get(browser.get(flow.authorize_url(challenge)).headers["location"])
+        request = _hidden(sign_in.text, "request")
+        signed = browser.post("/sign-in", {"request": request, "email": "alice@acme.com", "password": PASSWORD})
+        browser.get(signed.headers["location"])
+        forged = browser.post(
+            "/consent", {"request": request, "csrf": "forged", "workspace": "team", "decision": "allow"}
+        )
+    assert forged.status_code == 403 and "location" not in forged.headers
+
+
+def test_a_wrong_password_signs_nobody_in(flow: Flow) -> None:
+    _, challenge = _pkce()
+    with Browser(flow.base) as browser:
+        sign_in = browser.get(browser.get(flow.authorize_url(challenge)).headers["location"])
+        request = _hidden(sign_in.text, "request")
+        wrong = browser.post("/sign-in", {"request": request, "email": "alice@acme.com", "password": "nope" * 4})
+        assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
+        consent = browser.get("/consent?" + urlencode({"request": request}))
+    assert consent.status_code == 303 and consent.headers["location"].startswith("/sign-in")
+
+
+def test_a_token_for_another_endpoint_or_expired_is_refused_with_401(paths: HostPaths, flow: Flow) -> None:
+    key = load_signing_key(paths)
+    common = {
+        "tenant": "acme",
+        "workspace": "team",
+        "principal": "alice@acme.com",
+        "agent_id": flow.client_id,
+        "session": "grant_x",
+        "purpose_ref": "team-notes",
+        "grants": frozenset({"engram_memory_search"}),
+        "confirm_mutations": False,
+    }
+    elsewhere = issue_binding(key, **common, lifetime_s=600, now_s=int(time.time()), resource="https://other/mcp")
+    expired = issue_binding(key, **common, lifetime_s=60, now_s=int(time.time()) - 3600, resource=flow.mcp)
+    for token in (elsewhere.token, expired.token):
+        answer = flow.list_tools(token)
+        assert answer.status_code == 401
+        assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+        assert "resource_metadata=" in answer.headers["www-authenticate"]
+
+
+def test_revoking_a_refresh_token_ends_the_grant(flow: Flow) -> None:
+    verifier, challenge = _pkce()
+    tokens = flow.exchange(flow.code(challenge), verifier).json()
+    revoked = flow.http.post(
+        "/revoke",
+        data={"client_id": flow.client_id, "token": tokens["refresh_token"], "token_type_hint": "refresh_token"},
+    )
+    assert revoked.status_code == 200
+    assert flow.list_tools(tokens["access_token"]).status_code == 401
+    assert flow.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
+
+
+def test_a_client_asking_for_a_secret_is_not_registered(flow: Flow) -> None:
+    answer = flow.http.post(
+        "/register", json={"redirect_uris": [CALLBACK], "token_endpoint_auth_method": "client_secret_post"}
+    )
+    assert answer.status_code == 400 and answer.json()["error"] == "invalid_client_metadata"
+
+
+def test_a_change_of_groups_or_a_disabled_account_takes_effect_at_the_next_refresh(
+    paths: HostPaths, flow: Flow
+) -> None:
+    verifier, challenge = _pkce()
+    first = flow.exchange(flow.code(challenge), verifier).json()
+    moved = cli("people", "groups", "alice@acme.com", "--group", "contractors", "--home", paths.home)
+    assert moved.code == 0, moved
+    refused = flow.refresh(first["refresh_token"])
+    assert refused.status_code == 400 and "contractors" in refused.json()["error_description"]
+    assert flow.list_tools(first["access_token"]).status_code == 401  # its grant was revoked with it
+    cli("people", "groups", "alice@acme.com", "--group", "eng", "--home", paths.home)
+    verifier, challenge = _pkce()
+    second = flow.exchange(flow.code(challenge), verifier).json()
+    assert cli("people", "disable", "alice@acme.com", "--home", paths.home).code == 0
+    assert flow.refresh(second["refresh_token"]).json()["error"] == "invalid_grant"
