@@ -24,7 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp import Client
 from tests.support.agents import LEXICAL_ONLY, StdioAgent
 
-_ANNOUNCED = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
+_ANNOUNCED = re.compile(r"serving MCP over streamable HTTP at (https?://\S+)")
 START_TIMEOUT_S = 30.0
 
 
@@ -38,7 +38,14 @@ def server_env(*, semantic: bool = False) -> dict[str, str]:
 class HttpServer:
     """One `serve --http` subprocess on a home; its stderr goes to `log_file` (a pipe could fill and stall it)."""
 
-    def __init__(self, home: Path, log_file: Path, *serve_args: str, semantic: bool = False) -> None:
+    def __init__(
+        self,
+        home: Path,
+        log_file: Path,
+        *serve_args: str,
+        semantic: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.log_file = log_file
         self._log: IO[str] = log_file.open("w", encoding="utf-8")
         self.process = subprocess.Popen(
@@ -46,7 +53,7 @@ class HttpServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
-            env=server_env(semantic=semantic),
+            env={**server_env(semantic=semantic), **(env or {})},
         )
         try:
             self.url = self._announced_url()

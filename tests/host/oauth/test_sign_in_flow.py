@@ -8,16 +8,17 @@ from __future__ import annotations
 import json
 import re
 import socket
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from engram_memory.host.access.people import add_person, enrol
@@ -82,9 +83,9 @@ def _hidden(html: str, name: str) -> str:
 class Browser:
     """What a person's browser does between the authorization URL and the client's redirect URI."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, verify: ssl.SSLContext | bool = True) -> None:
         self.base = base
-        self.client = httpx.Client(base_url=base, follow_redirects=False, timeout=30)
+        self.client = httpx.Client(base_url=base, follow_redirects=False, timeout=30, verify=verify)
         self.pages: list[httpx.Response] = []
 
     def __enter__(self) -> Browser:
@@ -141,13 +142,29 @@ class Memory:
         self.client = client_info
 
 
-async def _agent_session(server: HttpServer, email: str, storage: Memory) -> dict[str, object]:
+async def agent_session(
+    server: HttpServer,
+    email: str,
+    storage: Memory,
+    *,
+    verify: ssl.SSLContext | bool = True,
+    client_metadata_url: str | None = None,
+) -> dict[str, object]:
+    """The SDK's OAuth client connecting as a new client (registered, or known by `client_metadata_url`),
+    the person signing in and consenting in a browser, then a tools list and one search."""
     base = server.url.removesuffix("/mcp")
-    with Browser(base) as browser:
-        return await _signed_in_session(server, email, storage, browser)
+    with Browser(base, verify) as browser:
+        return await _signed_in_session(server, email, storage, browser, verify, client_metadata_url)
 
 
-async def _signed_in_session(server: HttpServer, email: str, storage: Memory, browser: Browser) -> dict[str, object]:
+async def _signed_in_session(
+    server: HttpServer,
+    email: str,
+    storage: Memory,
+    browser: Browser,
+    verify: ssl.SSLContext | bool,
+    client_metadata_url: str | None,
+) -> dict[str, object]:
     pending: list[str] = []
 
     async def redirect(url: str) -> None:
@@ -163,8 +180,9 @@ async def _signed_in_session(server: HttpServer, email: str, storage: Memory, br
         storage=storage,
         redirect_handler=redirect,
         callback_handler=callback,
+        client_metadata_url=client_metadata_url,
     )
-    async with create_mcp_http_client(auth=auth) as http_client:
+    async with httpx2.AsyncClient(auth=auth, verify=verify, timeout=httpx2.Timeout(30, read=300)) as http_client:
         transport = streamable_http_client(server.url, http_client=http_client)
         async with Client(transport, read_timeout_seconds=60) as client:
             tools = sorted(tool.name for tool in (await client.list_tools()).tools)
@@ -177,7 +195,7 @@ def test_the_sdk_client_registers_a_person_signs_in_and_the_token_carries_what_t
 ) -> None:
     paths, server = site
     storage = Memory()
-    session = anyio.run(_agent_session, server, "alice@acme.com", storage)
+    session = anyio.run(agent_session, server, "alice@acme.com", storage)
     assert session["tools"] == [
         "engram_memory_capture",
         "engram_memory_get",

@@ -9,6 +9,7 @@ presentation revokes the grant), so a code that fails the SDK's later checks is 
 from __future__ import annotations
 
 import json
+import logging
 from urllib.parse import urlencode
 
 import anyio
@@ -26,8 +27,11 @@ from pydantic import ValidationError
 
 from engram_memory.engine.ports.sign_in import ClientRow
 from engram_memory.host.bindings import BindingError, verify_binding
+from engram_memory.host.oauth.client_documents import DocumentCache, DocumentRefused, fetch_document, is_document_id
 from engram_memory.host.oauth.pending import PendingRequest, seal_request
 from engram_memory.host.oauth.service import GrantRefused, SignInService
+
+logger = logging.getLogger(__name__)
 
 SIGN_IN_PATH = "/sign-in"
 
@@ -37,11 +41,15 @@ class _Code(AuthorizationCode):
 
 
 class HostAuthorizationProvider:
-    def __init__(self, service: SignInService) -> None:
+    def __init__(self, service: SignInService, *, loopback_documents: bool = False) -> None:
         self.service = service
+        self._documents = DocumentCache()
+        self._loopback_documents = loopback_documents
 
     # -- clients -----------------------------------------------------------------------------------
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if is_document_id(client_id):
+            return await self._document_client(client_id)
         row = await anyio.to_thread.run_sync(self.service.store.client, client_id)
         if row is None or row.revoked_at_ms is not None:
             return None
@@ -49,6 +57,21 @@ class HostAuthorizationProvider:
             return OAuthClientInformationFull.model_validate_json(row.metadata)
         except ValidationError:
             return None
+
+    async def _document_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        """A client known by its metadata document: fetched (kept ten minutes), never registered."""
+        known = self._documents.get(client_id)
+        if known is not None:
+            return known
+        try:
+            client = await fetch_document(client_id, allow_loopback=self._loopback_documents)
+        except DocumentRefused as refused:
+            logger.info("client %s refused: %s", client_id, refused)
+            return None
+        self._documents.put(client)
+        row = ClientRow(client_id, client.model_dump_json(exclude_none=True), None, "document", self.service.now_ms())
+        await anyio.to_thread.run_sync(self.service.store.put_client, row)
+        return client
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         public = client_info.token_endpoint_auth_method == "none"  # noqa: S105 - a method's name, not a password

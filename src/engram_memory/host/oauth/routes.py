@@ -98,16 +98,19 @@ def _public_unless_asked(body: bytes) -> bytes:
     return body
 
 
-def authorization_routes(service: SignInService, *, secure_cookie: bool) -> list[BaseRoute]:
-    provider = HostAuthorizationProvider(service)
+def authorization_routes(service: SignInService, *, secure_cookie: bool, loopback: bool) -> list[BaseRoute]:
+    """`loopback`: this server is on a loopback address (development), so a client's metadata document may be
+    too; otherwise only public addresses are fetched."""
+    provider = HostAuthorizationProvider(service, loopback_documents=loopback)
     issuer = AnyHttpUrl(service.settings.issuer)
-    registration = ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES)
+    registration = ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES, default_scopes=SCOPES)
     revocation = RevocationOptions(enabled=True)
     metadata = build_metadata(issuer, None, registration, revocation)
     metadata.scopes_supported = SCOPES
     metadata.token_endpoint_auth_methods_supported = ["none"]
     metadata.revocation_endpoint_auth_methods_supported = ["none"]
     metadata.authorization_response_iss_parameter_supported = True
+    metadata.client_id_metadata_document_supported = True
     # The issuer exactly as the pages send it in `iss` (RFC 9207 compares strings): no trailing slash.
     metadata = OAuthMetadata.model_validate({**metadata.model_dump(mode="json"), "issuer": service.settings.issuer})
     routes: list[BaseRoute] = []

@@ -161,6 +161,7 @@ def serve_http(
     tokens are bindings the access rules decide). `tls`: serve HTTPS with this certificate and key.
     """
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every stateless request at INFO
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per client metadata document fetched
     for name in ("uvicorn.error", "asyncio"):  # lines a client causes: a bad request, an accept error
         logging.getLogger(name).addFilter(_CLIENT_CAUSED)
     logging.getLogger("mcp.server.streamable_http").addFilter(_HUNG_UP)

@@ -64,10 +64,9 @@ def sign_in_for(paths: HostPaths, public_url: str, owner: Engine) -> Iterator[Si
             lambda: int(time.time() * 1000),
         )
         authorization = Authorization(issuer=issuer, resource=issuer + MCP_PATH, revoked=owner.is_revoked)
-        yield SignIn(
-            routes=authorization_routes(service, secure_cookie=issuer.startswith("https://")),
-            authorization=authorization,
-        )
+        loopback = is_loopback(urlsplit(issuer).hostname or "")
+        routes = authorization_routes(service, secure_cookie=issuer.startswith("https://"), loopback=loopback)
+        yield SignIn(routes=routes, authorization=authorization)
     finally:
         vault.close()
 
