@@ -9,16 +9,14 @@ import json
 import ssl
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
 import trustme
 
 from engram_memory.host.settings import HostPaths
-from tests.host.clirun import cli
-from tests.host.oauth.test_sign_in_flow import CALLBACK, RULES, Memory, _free_port, _person, agent_session
 from tests.support.http_agents import HttpServer
+from tests.support.sign_in import CALLBACK, Memory, agent_session, free_port, signed_in_binding
 
 
 @pytest.fixture(scope="module")
@@ -68,35 +66,30 @@ def document(authority: trustme.CA) -> Iterator[str]:
         server.server_close()
 
 
-@pytest.fixture
-def site(paths: HostPaths, tmp_path: Path, authority: trustme.CA) -> Iterator[tuple[HostPaths, HttpServer]]:
-    paths.access.write_text(RULES, encoding="utf-8")
-    _person(paths, "alice@acme.com", ["eng"])
+@pytest.fixture(scope="module")
+def site(
+    home: HostPaths, tmp_path_factory: pytest.TempPathFactory, authority: trustme.CA
+) -> Iterator[tuple[HostPaths, HttpServer]]:
+    """The module's home served over HTTPS (this module's own server: it needs the certificate)."""
+    folder = tmp_path_factory.mktemp("oauth-tls")
     certificate = authority.issue_cert("127.0.0.1", "localhost")
-    cert_file, key_file, ca_file = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
+    cert_file, key_file, ca_file = folder / "cert.pem", folder / "key.pem", folder / "ca.pem"
     certificate.cert_chain_pems[0].write_to_path(str(cert_file))
     certificate.private_key_pem.write_to_path(str(key_file))
     authority.cert_pem.write_to_path(str(ca_file))
-    port = _free_port()
+    port = free_port()
     args = ("--port", str(port), "--public-url", f"https://127.0.0.1:{port}")
     tls = ("--tls-cert", str(cert_file), "--tls-key", str(key_file))
     env = {"SSL_CERT_FILE": str(ca_file)}  # the server fetches client documents signed by the same authority
-    with HttpServer(paths.home, tmp_path / "serve.log", *args, *tls, env=env) as server:
+    with HttpServer(home.home, folder / "serve.log", *args, *tls, env=env) as server:
         assert server.url.startswith("https://")
-        yield paths, server
+        yield home, server
 
 
 def _trusting(authority: trustme.CA) -> ssl.SSLContext:
     context = ssl.create_default_context()
     authority.configure_trust(context)
     return context
-
-
-def _signed_in_binding(paths: HostPaths) -> dict[str, object]:
-    listed = json.loads(cli("bindings", "list", "--json", "--home", paths.home).stdout)
-    (binding,) = [item for item in listed if item["issued_by"] == "sign-in"]
-    assert isinstance(binding, dict)
-    return binding
 
 
 def test_a_client_known_by_its_metadata_document_signs_in_over_https(
@@ -111,8 +104,7 @@ def test_a_client_known_by_its_metadata_document_signs_in_over_https(
     )
     search = session["search"]
     assert isinstance(search, dict) and search["ok"] is True
-    binding = _signed_in_binding(paths)
-    assert binding["agent_id"] == document  # no registration: the document's URL is the client id
+    binding = signed_in_binding(paths, document)  # no registration: the document's URL is the client id
     assert (binding["tenant"], binding["workspace"], binding["principal"]) == ("acme", "team", "alice@acme.com")
     assert storage.client is not None and str(storage.client.client_id) == document
 
@@ -127,5 +119,6 @@ def test_a_registered_client_signs_in_over_https(site: tuple[HostPaths, HttpServ
         "engram_memory_request_admission",
         "engram_memory_search",
     ]
-    binding = _signed_in_binding(paths)
-    assert storage.client is not None and binding["agent_id"] == storage.client.client_id != ""
+    assert storage.client is not None
+    binding = signed_in_binding(paths, str(storage.client.client_id))
+    assert binding["workspace"] == "team"

@@ -9,7 +9,6 @@ import hashlib
 import secrets
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
@@ -19,21 +18,11 @@ from engram_memory.host.bindings import issue_binding
 from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import cli
-from tests.host.oauth.test_sign_in_flow import CALLBACK, PASSWORD, RULES, Browser, _free_port, _hidden, _person
 from tests.support.http_agents import HttpServer
+from tests.support.sign_in import CALLBACK, PASSWORD, Browser, hidden
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
-
-
-@pytest.fixture
-def server(paths: HostPaths, tmp_path: Path) -> Iterator[HttpServer]:
-    paths.access.write_text(RULES, encoding="utf-8")
-    _person(paths, "alice@acme.com", ["eng"])
-    port = _free_port()
-    public = f"http://127.0.0.1:{port}"
-    with HttpServer(paths.home, tmp_path / "serve.log", "--port", str(port), "--public-url", public) as running:
-        yield running
 
 
 def _pkce() -> tuple[str, str]:
@@ -61,9 +50,9 @@ class Flow:
         query.update(extra)
         return "/authorize?" + urlencode(query)
 
-    def code(self, challenge: str) -> str:
+    def code(self, challenge: str, email: str = "alice@acme.com") -> str:
         with Browser(self.base) as browser:
-            answer = browser.authorize(self.authorize_url(challenge), "alice@acme.com")
+            answer = browser.authorize(self.authorize_url(challenge), email)
         assert answer["iss"] == self.base and answer["state"] == "s"
         return answer["code"]
 
@@ -144,7 +133,7 @@ def test_a_forged_consent_gives_no_code(flow: Flow) -> None:
     _, challenge = _pkce()
     with Browser(flow.base) as browser:
         sign_in = browser.get(browser.get(flow.authorize_url(challenge)).headers["location"])
-        request = _hidden(sign_in.text, "request")
+        request = hidden(sign_in.text, "request")
         signed = browser.post("/sign-in", {"request": request, "email": "alice@acme.com", "password": PASSWORD})
         browser.get(signed.headers["location"])
         forged = browser.post(
@@ -157,15 +146,15 @@ def test_a_wrong_password_signs_nobody_in(flow: Flow) -> None:
     _, challenge = _pkce()
     with Browser(flow.base) as browser:
         sign_in = browser.get(browser.get(flow.authorize_url(challenge)).headers["location"])
-        request = _hidden(sign_in.text, "request")
+        request = hidden(sign_in.text, "request")
         wrong = browser.post("/sign-in", {"request": request, "email": "alice@acme.com", "password": "nope" * 4})
         assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
         consent = browser.get("/consent?" + urlencode({"request": request}))
     assert consent.status_code == 303 and consent.headers["location"].startswith("/sign-in")
 
 
-def test_a_token_for_another_endpoint_or_expired_is_refused_with_401(paths: HostPaths, flow: Flow) -> None:
-    key = load_signing_key(paths)
+def test_a_token_for_another_endpoint_or_expired_is_refused_with_401(home: HostPaths, flow: Flow) -> None:
+    key = load_signing_key(home)
     common = {
         "tenant": "acme",
         "workspace": "team",
@@ -204,18 +193,16 @@ def test_a_client_asking_for_a_secret_is_not_registered(flow: Flow) -> None:
     assert answer.status_code == 400 and answer.json()["error"] == "invalid_client_metadata"
 
 
-def test_a_change_of_groups_or_a_disabled_account_takes_effect_at_the_next_refresh(
-    paths: HostPaths, flow: Flow
-) -> None:
+def test_a_change_of_groups_or_a_disabled_account_takes_effect_at_the_next_refresh(home: HostPaths, flow: Flow) -> None:
     verifier, challenge = _pkce()
-    first = flow.exchange(flow.code(challenge), verifier).json()
-    moved = cli("people", "groups", "alice@acme.com", "--group", "contractors", "--home", paths.home)
+    first = flow.exchange(flow.code(challenge, "dan@acme.com"), verifier).json()
+    moved = cli("people", "groups", "dan@acme.com", "--group", "contractors", "--home", home.home)
     assert moved.code == 0, moved
     refused = flow.refresh(first["refresh_token"])
     assert refused.status_code == 400 and "contractors" in refused.json()["error_description"]
     assert flow.list_tools(first["access_token"]).status_code == 401  # its grant was revoked with it
-    cli("people", "groups", "alice@acme.com", "--group", "eng", "--home", paths.home)
+    cli("people", "groups", "dan@acme.com", "--group", "eng", "--home", home.home)
     verifier, challenge = _pkce()
-    second = flow.exchange(flow.code(challenge), verifier).json()
-    assert cli("people", "disable", "alice@acme.com", "--home", paths.home).code == 0
+    second = flow.exchange(flow.code(challenge, "dan@acme.com"), verifier).json()
+    assert cli("people", "disable", "dan@acme.com", "--home", home.home).code == 0
     assert flow.refresh(second["refresh_token"]).json()["error"] == "invalid_grant"
