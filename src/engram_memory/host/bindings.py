@@ -144,6 +144,7 @@ def renewed(signing_key: Ed25519PrivateKey, binding: Binding, *, now_s: int) -> 
         lifetime_s=max(1, (binding.expires_at_ms - binding.issued_at_ms) // 1000),
         now_s=now_s,
         trust_class=binding.trust_class,
+        resource=binding.resource,
     )
 
 
