@@ -57,6 +57,8 @@ class Authorization:
     issuer: str
     resource: str
     revoked: Callable[[str], bool]
+    # Resource-server mode: the binding a token from that (other) issuer stands for, or None.
+    external: Callable[[str], Binding | None] | None = None
 
 
 class BindingAccessToken(AccessToken):
@@ -81,6 +83,9 @@ class BindingTokenVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         binding = self._check(token.strip())
+        external = None if self._authorization is None else self._authorization.external
+        if binding is None and external is not None:
+            binding = await anyio.to_thread.run_sync(external, token.strip())
         if binding is None:
             return None
         if binding.resource is not None and not await self._oauth_token_usable(binding):

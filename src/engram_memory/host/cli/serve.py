@@ -26,7 +26,9 @@ from engram_memory.host.settings import (
 )
 
 if TYPE_CHECKING:
-    from engram_memory.host.serve.http import Tls
+    from engram_memory.engine.engine import Engine
+    from engram_memory.host.serve.http import SignIn, Tls
+    from engram_memory.host.settings import HostPaths
 
 
 def register(app: typer.Typer) -> None:
@@ -45,6 +47,7 @@ _HTTP_ONLY = {
     "metrics_port": "--metrics-port",
     "access_log": "--access-log",
     "public_url": "--public-url",
+    "trust_issuer": "--trust-issuer",
     "tls_cert": "--tls-cert",
     "tls_key": "--tls-key",
 }
@@ -76,6 +79,21 @@ def _readable_binding_file(path: Path) -> Path:
     except BindingFileError as exc:
         fail(str(exc))
     return path
+
+
+def _authorization(
+    stack: ExitStack, paths: HostPaths, public_url: str | None, trust_issuer: str | None, owner: Engine
+) -> SignIn | None:
+    """This host's own sign-in (--public-url), another issuer's tokens (--trust-issuer), or neither."""
+    from engram_memory.host.serve.sign_in import sign_in_for, trusting
+
+    if public_url is None:
+        if trust_issuer is not None:
+            fail("--trust-issuer needs --public-url (the address the tokens' audience names)")
+        return None
+    if trust_issuer is not None:
+        return stack.enter_context(trusting(paths, public_url, trust_issuer, owner))
+    return stack.enter_context(sign_in_for(paths, public_url, owner))
 
 
 def _tls(certificate: Path | None, key: Path | None) -> Tls | None:
@@ -152,6 +170,14 @@ def serve(
             " makes it the OAuth authorization server of its /mcp endpoint (needs access.toml).",
         ),
     ] = None,
+    trust_issuer: Annotated[
+        str | None,
+        typer.Option(
+            "--trust-issuer",
+            help="With --http --public-url: accept JWT access tokens from this authorization server (the team's"
+            " own; audience the /mcp URL) instead of signing people in here; access.toml maps their claims.",
+        ),
+    ] = None,
     tls_cert: Annotated[
         Path | None, typer.Option("--tls-cert", help="With --http: serve HTTPS with this certificate (PEM).")
     ] = None,
@@ -169,7 +195,7 @@ def serve(
     log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
     from engram_memory.host.serve.http import ListenError, refuse_unsafe_address, serve_http
-    from engram_memory.host.serve.sign_in import SignInSetupError, sign_in_for
+    from engram_memory.host.serve.sign_in import SignInSetupError
     from engram_memory.host.serve.stdio import serve_with_housekeeping
     from engram_memory.host.serve.stdio_binding import StdioBinding
     from engram_memory.mcp.server import build_server
@@ -189,7 +215,7 @@ def serve(
                 public_key = load_signing_key(paths).public_key()
                 guard = GuardSettings(header_timeout, body_timeout, max_connections)
                 with ExitStack() as stack:
-                    sign_in = None if public_url is None else stack.enter_context(sign_in_for(paths, public_url, owner))
+                    sign_in = _authorization(stack, paths, public_url, trust_issuer, owner)
                     serve_http(
                         agents,
                         owner,

@@ -6,6 +6,9 @@ effect without a restart) and its vault (people, clients, grants); tokens are si
 
 from __future__ import annotations
 
+import functools
+import os
+import ssl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +19,7 @@ from engram_memory.host.access.rules import AccessRules
 from engram_memory.host.access.rules_file import AccessRulesError, read_access_rules
 from engram_memory.host.compose import open_vault
 from engram_memory.host.keys.files import load_signing_key
+from engram_memory.host.oauth.resource_server import ExternalTokens, TrustError, discover
 from engram_memory.host.oauth.routes import authorization_routes
 from engram_memory.host.oauth.service import ISSUED_BY, SignInService, SignInSettings
 from engram_memory.host.serve.http import SignIn
@@ -73,3 +77,30 @@ def sign_in_for(paths: HostPaths, public_url: str, owner: Engine) -> Iterator[Si
 
 def _revoke(owner: Engine, token_id: str) -> None:
     owner.revoke_token(token_id, revoked_by=ISSUED_BY)
+
+
+@contextmanager
+def trusting(paths: HostPaths, public_url: str, issuer: str, owner: Engine) -> Iterator[SignIn]:
+    """Resource-server mode: tokens from `issuer` (the team's authorization server), mapped by access.toml;
+    this server runs no sign-in pages of its own."""
+    origin = public_url_of(public_url)
+    try:
+        if read_access_rules(paths.access) is None:
+            raise SignInSetupError(f"trusting an issuer needs access rules: {paths.access} does not exist")
+    except AccessRulesError as exc:
+        raise SignInSetupError(str(exc)) from exc
+    context = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or None)
+    try:
+        trusted = discover(issuer, origin + MCP_PATH, context=context)
+    except TrustError as exc:
+        raise SignInSetupError(str(exc)) from exc
+
+    def rules() -> AccessRules:
+        return read_access_rules(paths.access) or AccessRules(rules=())
+
+    tokens = ExternalTokens(trusted, rules, context=context)
+    verdicts = functools.lru_cache(maxsize=4096)(tokens.binding)
+    authorization = Authorization(
+        issuer=trusted.issuer, resource=trusted.audience, revoked=owner.is_revoked, external=verdicts
+    )
+    yield SignIn(routes=(), authorization=authorization)
