@@ -115,3 +115,37 @@ def test_a_missing_file_is_no_rules_and_an_unreadable_one_an_error(tmp_path: Pat
     rules = read_access_rules(broken)
     assert rules is not None
     assert [rule.name for rule in rules.rules] == ["r"]
+
+
+PROVIDER = (
+    '[identity_provider]\nname = "Acme SSO"\nissuer = "https://acme.okta.com/"\nclient_id = "engram"\n'
+    'client_secret_file = "/etc/engram/oidc-secret"\n'
+)
+
+
+def test_an_identity_provider_is_read_with_its_defaults() -> None:
+    provider = parse_access_rules(RULE + PROVIDER).identity_provider
+    assert provider is not None
+    assert (provider.name, provider.issuer, provider.client_id) == ("Acme SSO", "https://acme.okta.com", "engram")
+    assert provider.scopes == ("openid", "email", "profile") and provider.groups_claim == "groups"
+    assert parse_access_rules(RULE).identity_provider is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ('secret = "x"\n', "unknown key 'secret'"),
+        ('scopes = ["email"]\n', "scopes must be a list of names including openid"),
+        ('groups_claim = ""\n', "groups_claim must be a claim's name"),
+    ],
+)
+def test_a_wrong_identity_provider_refuses_the_file(extra: str, words: str) -> None:
+    with pytest.raises(AccessRulesError, match=words):
+        parse_access_rules(RULE + PROVIDER + extra)
+
+
+def test_an_identity_provider_over_plain_http_is_refused_unless_on_loopback() -> None:
+    with pytest.raises(AccessRulesError, match="issuer must be an https"):
+        parse_access_rules(RULE + PROVIDER.replace("https://acme.okta.com/", "http://acme.okta.com"))
+    local = parse_access_rules(RULE + PROVIDER.replace("https://acme.okta.com/", "http://127.0.0.1:9"))
+    assert local.identity_provider is not None

@@ -95,8 +95,21 @@ class Decision:
 
 
 @dataclass(frozen=True, slots=True)
+class IdentityProvider:
+    """The team's OpenID Connect provider people may sign in with, beside accounts on this host."""
+
+    name: str  # the sign-in button's label
+    issuer: str
+    client_id: str
+    client_secret_file: str  # the secret stays out of access.toml
+    scopes: tuple[str, ...] = ("openid", "email", "profile")
+    groups_claim: str = "groups"
+
+
+@dataclass(frozen=True, slots=True)
 class AccessRules:
     rules: tuple[Rule, ...]
+    identity_provider: IdentityProvider | None = None
 
     def decide(self, identity: Identity) -> Decision:
         """The first rule whose conditions hold decides; none holding refuses."""

@@ -10,10 +10,11 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from engram_memory.contract.binding import TRUST_CLASSES
 from engram_memory.contract.tools import Tool, tool_from_name
-from engram_memory.host.access.rules import Access, AccessRules, Conditions, Rule
+from engram_memory.host.access.rules import Access, AccessRules, Conditions, IdentityProvider, Rule
 from engram_memory.host.bindings import BindingError, parse_duration
 
 FILE_NAME = "access.toml"
@@ -87,9 +88,10 @@ def parse_access_rules(text: str) -> AccessRules:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise AccessRulesError(f"{FILE_NAME}: not valid TOML ({exc})") from exc
-    unknown = sorted(set(document) - {"defaults", "rules"})
+    unknown = sorted(set(document) - {"defaults", "rules", "identity_provider"})
     if unknown:
-        raise AccessRulesError(f"{FILE_NAME}: unknown table or key '{unknown[0]}' (known: defaults, rules)")
+        known = "defaults, rules, identity_provider"
+        raise AccessRulesError(f"{FILE_NAME}: unknown table or key '{unknown[0]}' (known: {known})")
     defaults = document.get("defaults", {})
     if not isinstance(defaults, dict):
         raise AccessRulesError(f"{FILE_NAME}: [defaults] must be a table")
@@ -102,7 +104,42 @@ def parse_access_rules(text: str) -> AccessRules:
     repeated = next((name for name in names if names.count(name) > 1), None)
     if repeated is not None:
         raise AccessRulesError(f"{FILE_NAME}: two rules are named '{repeated}'")
-    return AccessRules(rules=parsed)
+    provider = document.get("identity_provider")
+    return AccessRules(rules=parsed, identity_provider=None if provider is None else _provider(provider))
+
+
+_PROVIDER_KEYS = ("name", "issuer", "client_id", "client_secret_file", "scopes", "groups_claim")
+
+
+def _provider(table: Any) -> IdentityProvider:
+    where = f"{FILE_NAME} [identity_provider]"
+    if not isinstance(table, dict):
+        raise AccessRulesError(f"{where} must be a table")
+    _reject_unknown(table, _PROVIDER_KEYS, where)
+    values: dict[str, str] = {}
+    for key in ("name", "issuer", "client_id", "client_secret_file"):
+        value = table.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise AccessRulesError(f"{where}: {key} must be a non-empty string")
+        values[key] = value.strip()
+    parts = urlsplit(values["issuer"])
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        raise AccessRulesError(f"{where}: issuer must be an https:// URL")
+    scopes = table.get("scopes", ["openid", "email", "profile"])
+    if not isinstance(scopes, list) or "openid" not in scopes or not all(isinstance(s, str) and s for s in scopes):
+        raise AccessRulesError(f"{where}: scopes must be a list of names including openid")
+    groups_claim = table.get("groups_claim", "groups")
+    if not isinstance(groups_claim, str) or not groups_claim:
+        raise AccessRulesError(f"{where}: groups_claim must be a claim's name")
+    return IdentityProvider(
+        name=values["name"],
+        issuer=values["issuer"].rstrip("/"),
+        client_id=values["client_id"],
+        client_secret_file=values["client_secret_file"],
+        scopes=tuple(dict.fromkeys(scopes)),
+        groups_claim=groups_claim,
+    )
 
 
 def _reject_unknown(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:

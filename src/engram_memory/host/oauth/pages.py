@@ -29,12 +29,16 @@ from engram_memory.host.access.people import (
     identity_of,
     signed_in,
 )
-from engram_memory.host.access.rules import Access, Identity
+from engram_memory.host.access.rules import Access, Identity, IdentityProvider
 from engram_memory.host.oauth.pending import PendingError, PendingRequest, check_csrf, csrf_token, open_request
 from engram_memory.host.oauth.provider import SIGN_IN_PATH, client_name
 from engram_memory.host.oauth.service import GrantRefused, SignInService, identity_from_json, identity_json
+from engram_memory.host.oauth.upstream import ROUND_TRIP_S, Upstream, UpstreamError
 
 ENROL_PATH = SIGN_IN_PATH + "/enrol"
+UPSTREAM_PATH = SIGN_IN_PATH + "/provider"
+CALLBACK_PATH = SIGN_IN_PATH + "/callback"
+TRIP_COOKIE = "engram_sign_in_trip"
 CONSENT_PATH = "/consent"
 COOKIE = "engram_sign_in"
 SESSION_LIFETIME_MS = 12 * 3600 * 1000
@@ -73,13 +77,64 @@ class SignInPages:
     def __init__(self, service: SignInService, *, secure_cookie: bool) -> None:
         self.service = service
         self._secure = secure_cookie
+        self._provider: tuple[IdentityProvider, Upstream] | None = None
 
     def routes(self) -> list[Route]:
         return [
             Route(SIGN_IN_PATH, self.sign_in, methods=["GET", "POST"]),
             Route(ENROL_PATH, self.enrol, methods=["GET", "POST"]),
+            Route(UPSTREAM_PATH, self.upstream, methods=["GET"]),
+            Route(CALLBACK_PATH, self.callback, methods=["GET"]),
             Route(CONSENT_PATH, self.consent, methods=["GET", "POST"]),
         ]
+
+    def _upstream(self) -> Upstream | None:
+        provider = self.service.identity_provider()
+        if provider is None:
+            return None
+        if self._provider is None or self._provider[0] != provider:
+            callback = self.service.settings.issuer + CALLBACK_PATH
+            self._provider = (provider, Upstream(provider, self.service.key, callback))
+        return self._provider[1]
+
+    async def upstream(self, request: Request) -> Response:
+        """To the team's provider, remembering (in a signed cookie) what the callback must check."""
+        sealed = await self._field(request, "request")
+        upstream = self._upstream()
+        try:
+            self._pending(sealed)
+            if upstream is None:
+                return _message("Sign-in failed", "This server signs nobody in through a provider.", 404)
+            url, trip = await upstream.start(sealed, now_s=self.service.now_ms() // 1000)
+        except (PendingError, UpstreamError) as exc:
+            return _message("Sign-in failed", f"{exc}.", 400)
+        response = RedirectResponse(url, status_code=303)
+        response.headers.update(_headers())
+        response.set_cookie(
+            TRIP_COOKIE,
+            trip,
+            max_age=ROUND_TRIP_S,
+            httponly=True,
+            secure=self._secure,
+            samesite="lax",
+            path=SIGN_IN_PATH,
+        )
+        return response
+
+    async def callback(self, request: Request) -> Response:
+        upstream = self._upstream()
+        code, state = request.query_params.get("code", ""), request.query_params.get("state", "")
+        if upstream is None or not code or not state:
+            why = request.query_params.get("error_description") or request.query_params.get("error") or "no code"
+            return _message("Sign-in failed", f"The provider did not sign you in ({why[:200]}).", 400)
+        try:
+            identity, sealed = await upstream.finish(code, state, request.cookies.get(TRIP_COOKIE, ""))
+            self._pending(sealed)
+        except (PendingError, UpstreamError) as exc:
+            return _message("Sign-in failed", f"{exc}.", 400)
+        response = await self._signed_in_response(identity, None, sealed)
+        response.delete_cookie(TRIP_COOKIE, path=SIGN_IN_PATH)
+        return response
 
     # -- helpers -------------------------------------------------------------------------------------
     async def _field(self, request: Request, name: str) -> str:
@@ -135,6 +190,8 @@ class SignInPages:
             "request": sealed,
             "action": SIGN_IN_PATH,
             "enrol_link": f"{ENROL_PATH}?{urlencode({'request': sealed})}",
+            "provider": None if self._upstream() is None else self.service.identity_provider(),
+            "provider_link": f"{UPSTREAM_PATH}?{urlencode({'request': sealed})}",
             "email": "",
         }
         if request.method == "GET":

@@ -20,7 +20,7 @@ from engram_memory.contract.binding import Binding
 from engram_memory.engine.ports.rows import IssuedBindingRow
 from engram_memory.engine.ports.sign_in import CodeRow, GrantRow, RefreshRow, SignInStore
 from engram_memory.host.access.people import digest, identity_of
-from engram_memory.host.access.rules import Access, AccessRules, Identity
+from engram_memory.host.access.rules import Access, AccessRules, Identity, IdentityProvider
 from engram_memory.host.access.rules_file import AccessRulesError
 from engram_memory.host.bindings import issue_binding, issued_row_of
 from engram_memory.host.oauth.pending import PendingRequest
@@ -103,6 +103,13 @@ class SignInService:
             why = f"rule '{decision.rule}' refuses" if decision.rule else "no access rule admits"
             raise GrantRefused(f"{why} {identity.principal} on this server: ask the team's administrator")
         return decision.access
+
+    def identity_provider(self) -> IdentityProvider | None:
+        """The team's OpenID Connect provider people may sign in with, as access.toml says now."""
+        try:
+            return self._rules().identity_provider
+        except AccessRulesError:
+            return None
 
     def current_identity(self, grant: GrantRow) -> Identity:
         """The grant's person as they are now: an account on this host is read again (groups, disabled)."""
