@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import secrets
 import time
 from collections.abc import Iterator
@@ -206,3 +207,22 @@ def test_a_change_of_groups_or_a_disabled_account_takes_effect_at_the_next_refre
     second = flow.exchange(flow.code(challenge, "dan@acme.com"), verifier).json()
     assert cli("people", "disable", "dan@acme.com", "--home", home.home).code == 0
     assert flow.refresh(second["refresh_token"]).json()["error"] == "invalid_grant"
+
+
+def test_the_host_lists_a_persons_grants_and_revokes_one(home: HostPaths, flow: Flow) -> None:
+    verifier, challenge = _pkce()
+    tokens = flow.exchange(flow.code(challenge), verifier).json()
+    listed = json.loads(cli("access", "grants", "--email", "ALICE@acme.com", "--json", "--home", home.home).stdout)
+    (grant,) = [item for item in listed if item["client_id"] == flow.client_id]
+    assert (grant["status"], grant["client"], grant["workspace"]) == ("active", "Attacker?", "team")
+    assert grant["tools"] == sorted(grant["tools"]) and "engram_memory_search" in grant["tools"]
+    revoked = cli("access", "revoke", grant["grant_id"], "--home", home.home)
+    assert revoked.code == 0 and "revoked" in revoked.stdout
+    assert flow.list_tools(tokens["access_token"]).status_code == 401
+    assert flow.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
+    again = json.loads(cli("access", "grants", "--json", "--home", home.home).stdout)
+    assert next(item for item in again if item["grant_id"] == grant["grant_id"])["status"] == "revoked"
+    unknown = cli("access", "revoke", "grant_nope", "--home", home.home)
+    assert unknown.code != 0 and unknown.stderr.strip() == (
+        "engram-memory: error: no grant grant_nope (engram-memory access grants lists them)"
+    )

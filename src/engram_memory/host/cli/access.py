@@ -1,4 +1,5 @@
-"""`engram-memory access check`: what a person would get from the host's access rules, before they sign in.
+"""`engram-memory access check|example|grants|revoke`: what a person would get from the host's access rules,
+before they sign in; and, after, which clients they let in (grants), each revocable.
 
 Reads `access.toml` in the home exactly as sign-in does (host/access/); prints the deciding rule and the
 binding their clients' tokens would carry, or why they are refused. A refusal is an answer, not a failure:
@@ -9,15 +10,23 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 
+from engram_memory.contract.errors import ContractError
+from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import Tool
+from engram_memory.engine.ports.sign_in import GrantRow, SignInStore
 from engram_memory.host.access.rules import Decision, Identity
 from engram_memory.host.access.rules_file import EXAMPLE_ACCESS_TOML, AccessRulesError, read_access_rules
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, say
-from engram_memory.host.settings import resolve_home
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, say
+from engram_memory.host.compose import HomeError, current_user, open_vault
+from engram_memory.host.oauth.clients import client_name
+from engram_memory.host.settings import HostPaths, resolve_home
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +37,8 @@ def register(app: typer.Typer) -> None:
     app.add_typer(access_app, name="access")
     access_app.command("check")(access_check)
     access_app.command("example")(access_example)
+    access_app.command("grants")(access_grants)
+    access_app.command("revoke")(access_revoke)
 
 
 def decision_json(identity: Identity, decision: Decision) -> dict[str, Any]:
@@ -111,3 +122,77 @@ def duration_words(seconds: int) -> str:
 def access_example() -> None:
     """Print a commented access.toml to start from."""
     sys.stdout.write(EXAMPLE_ACCESS_TOML)
+
+
+def grant_json(grant: GrantRow, client: str, now_ms: int) -> dict[str, Any]:
+    status = "revoked" if grant.revoked_at_ms is not None else "ended" if grant.expires_at_ms <= now_ms else "active"
+    return {
+        "grant_id": grant.grant_id,
+        "status": status,
+        "principal": grant.principal,
+        "client_id": grant.client_id,
+        "client": client,
+        "workspace": grant.workspace,
+        "tools": list(grant.scopes),
+        "granted_at": format_instant(grant.created_at_ms),
+        "ends_at": format_instant(grant.expires_at_ms),
+        "revoked_at": None if grant.revoked_at_ms is None else format_instant(grant.revoked_at_ms),
+        "revoked_because": grant.revoked_reason,
+    }
+
+
+def access_grants(
+    email: Annotated[str | None, typer.Option("--email", help="Only this person's grants.")] = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the clients people let in when they signed in (their grants), oldest first."""
+    paths = resolve_home(home)
+    with _sign_in_store(paths) as store:
+        grants = store.grants(principal=email.strip().lower() if email else None)
+        names = {grant.client_id: _client_name(store, grant.client_id) for grant in grants}
+    now_ms = int(time.time() * 1000)
+    items = [grant_json(grant, names[grant.client_id], now_ms) for grant in grants]
+    if as_json:
+        sys.stdout.write(json.dumps(items) + "\n")
+        return
+    if not items:
+        say("no grants (people grant clients access when they sign in: serve --http --public-url)")
+        return
+    for item in items:
+        say(f"{item['grant_id']}  {item['status']}  {item['principal']}  {item['client']}  {item['workspace']}")
+
+
+def access_revoke(
+    grant_id: Annotated[str, typer.Argument(help="A grant id (engram-memory access grants).")],
+    home: HomeOption = None,
+) -> None:
+    """Revoke a grant: the client's refresh tokens stop working and its live access tokens are revoked."""
+    with opened_engine(home) as (engine, paths), _sign_in_store(paths) as store:
+        grant = store.grant(grant_id)
+        if grant is None:
+            fail(f"no grant {grant_id} (engram-memory access grants lists them)")
+        now_ms = int(time.time() * 1000)
+        first = store.revoke_grant(grant_id, now_ms, f"revoked by {current_user()}")
+        for token_id in store.live_bindings(grant_id, now_ms):
+            engine.revoke_token(token_id, revoked_by=current_user())
+    say(f"{grant_id}: {'revoked' if first else 'was revoked already'}; its client must sign in again")
+
+
+@contextmanager
+def _sign_in_store(paths: HostPaths) -> Iterator[SignInStore]:
+    try:
+        vault = open_vault(paths)
+    except HomeError as exc:
+        fail(str(exc))
+    except ContractError as exc:
+        fail(f"the vault is unavailable ({exc.code.value})")
+    try:
+        yield vault.sign_in()
+    finally:
+        vault.close()
+
+
+def _client_name(store: SignInStore, client_id: str) -> str:
+    row = store.client(client_id)
+    return client_id if row is None else client_name(row.metadata, client_id)

@@ -30,8 +30,9 @@ from engram_memory.host.access.people import (
     signed_in,
 )
 from engram_memory.host.access.rules import Access, Identity, IdentityProvider
+from engram_memory.host.oauth.clients import client_name
 from engram_memory.host.oauth.pending import PendingError, PendingRequest, check_csrf, csrf_token, open_request
-from engram_memory.host.oauth.provider import SIGN_IN_PATH, client_name
+from engram_memory.host.oauth.provider import SIGN_IN_PATH
 from engram_memory.host.oauth.service import GrantRefused, SignInService, identity_from_json, identity_json
 from engram_memory.host.oauth.upstream import ROUND_TRIP_S, Upstream, UpstreamError
 

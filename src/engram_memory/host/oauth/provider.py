@@ -8,7 +8,6 @@ presentation revokes the grant), so a code that fails the SDK's later checks is 
 
 from __future__ import annotations
 
-import json
 import logging
 from urllib.parse import urlencode
 
@@ -194,12 +193,3 @@ class HostAuthorizationProvider:
 
     async def exchange_identity_assertion(self, client: OAuthClientInformationFull, params: object) -> OAuthToken:
         raise TokenError("unsupported_grant_type", "this server does not accept identity assertions")
-
-
-def client_name(metadata: str, client_id: str) -> str:
-    """What the consent page calls the client: its registered name, else its id."""
-    try:
-        name = json.loads(metadata).get("client_name")
-    except (ValueError, AttributeError):
-        name = None
-    return name if isinstance(name, str) and name.strip() else client_id
