@@ -11,22 +11,19 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 
-from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.ports.sign_in import GrantRow, SignInStore
 from engram_memory.host.access.rules import Decision, Identity
 from engram_memory.host.access.rules_file import EXAMPLE_ACCESS_TOML, AccessRulesError, read_access_rules
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, say
-from engram_memory.host.compose import HomeError, current_user, open_vault
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, opened_sign_in, say
+from engram_memory.host.compose import current_user
 from engram_memory.host.oauth.clients import client_name
-from engram_memory.host.settings import HostPaths, resolve_home
+from engram_memory.host.settings import resolve_home
 
 
 def register(app: typer.Typer) -> None:
@@ -148,7 +145,7 @@ def access_grants(
 ) -> None:
     """List the clients people let in when they signed in (their grants), oldest first."""
     paths = resolve_home(home)
-    with _sign_in_store(paths) as store:
+    with opened_sign_in(paths) as store:
         grants = store.grants(principal=email.strip().lower() if email else None)
         names = {grant.client_id: _client_name(store, grant.client_id) for grant in grants}
     now_ms = int(time.time() * 1000)
@@ -168,7 +165,7 @@ def access_revoke(
     home: HomeOption = None,
 ) -> None:
     """Revoke a grant: the client's refresh tokens stop working and its live access tokens are revoked."""
-    with opened_engine(home) as (engine, paths), _sign_in_store(paths) as store:
+    with opened_engine(home) as (engine, paths), opened_sign_in(paths) as store:
         grant = store.grant(grant_id)
         if grant is None:
             fail(f"no grant {grant_id} (engram-memory access grants lists them)")
@@ -177,20 +174,6 @@ def access_revoke(
         for token_id in store.live_bindings(grant_id, now_ms):
             engine.revoke_token(token_id, revoked_by=current_user())
     say(f"{grant_id}: {'revoked' if first else 'was revoked already'}; its client must sign in again")
-
-
-@contextmanager
-def _sign_in_store(paths: HostPaths) -> Iterator[SignInStore]:
-    try:
-        vault = open_vault(paths)
-    except HomeError as exc:
-        fail(str(exc))
-    except ContractError as exc:
-        fail(f"the vault is unavailable ({exc.code.value})")
-    try:
-        yield vault.sign_in()
-    finally:
-        vault.close()
 
 
 def _client_name(store: SignInStore, client_id: str) -> str:

@@ -19,7 +19,8 @@ from rich.console import Console
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import parse_instant
 from engram_memory.engine.engine import Engine
-from engram_memory.host.compose import HomeError, open_engine
+from engram_memory.engine.ports.sign_in import SignInStore
+from engram_memory.host.compose import HomeError, open_engine, open_vault
 from engram_memory.host.keys.files import KeyFileError
 from engram_memory.host.settings import HOME_ENV, HostPaths, resolve_home
 from engram_memory.host.terminal import SafeConsole, inline
@@ -94,6 +95,24 @@ def opened_engine(home: Path | None) -> Iterator[tuple[Engine, HostPaths]]:
         fail(str(exc))
     except ContractError as exc:
         fail(f"the store is unavailable ({exc.code.value})")
+
+
+@contextmanager
+def opened_sign_in(paths: HostPaths) -> Iterator[SignInStore]:
+    """The vault's sign-in tables (people, clients, grants), closed when the block ends; a vault that cannot
+    be opened, or fails meanwhile, is a one-line failure."""
+    try:
+        vault = open_vault(paths)
+    except HomeError as exc:
+        fail(str(exc))
+    except ContractError as exc:
+        fail(f"the vault is unavailable ({exc.code.value})")
+    try:
+        yield vault.sign_in()
+    except ContractError as exc:
+        fail(f"the vault is unavailable ({exc.code.value})")
+    finally:
+        vault.close()
 
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 import typer
 
-from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine.ports.sign_in import PersonRow, SignInStore
 from engram_memory.host.access.people import (
@@ -29,8 +28,8 @@ from engram_memory.host.access.people import (
     set_groups,
 )
 from engram_memory.host.bindings import BindingError, parse_duration
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, say
-from engram_memory.host.compose import HomeError, current_user, open_vault
+from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_sign_in, say
+from engram_memory.host.compose import current_user
 from engram_memory.host.settings import resolve_home
 
 GroupOption = Annotated[list[str] | None, typer.Option("--group", help="A group the person is in (repeatable).")]
@@ -51,21 +50,11 @@ def register(app: typer.Typer) -> None:
 
 @contextmanager
 def _sign_in(home: Path | None) -> Iterator[SignInStore]:
-    paths = resolve_home(home)
-    try:
-        vault = open_vault(paths)
-    except HomeError as exc:
-        fail(str(exc))
-    except ContractError as exc:
-        fail(f"the vault is unavailable ({exc.code.value})")
-    try:
-        yield vault.sign_in()
-    except PeopleError as exc:
-        fail(str(exc))
-    except ContractError as exc:
-        fail(f"the vault is unavailable ({exc.code.value})")
-    finally:
-        vault.close()
+    with opened_sign_in(resolve_home(home)) as store:
+        try:
+            yield store
+        except PeopleError as exc:
+            fail(str(exc))
 
 
 def _now_ms() -> int:
