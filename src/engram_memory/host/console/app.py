@@ -10,7 +10,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from engram_memory.host.console import audit, bindings, confirmations, health, queue, records
+from engram_memory.host.console import apps, audit, bindings, confirmations, health, queue, records
 from engram_memory.host.console.context import Console, action, page, session_of
 from engram_memory.host.console.guard import ConsoleGuard
 from engram_memory.host.console.session import IDLE_LIMIT_S, SESSION_COOKIE, ConsoleSessions
@@ -67,6 +67,8 @@ def build_console(console: Console, sessions: ConsoleSessions) -> ConsoleGuard:
         Route("/records/{record_id}/action", action(records.record_action), methods=["POST"]),
         Route("/bindings", page(bindings.bindings_page)),
         Route("/bindings/revoke", action(bindings.bindings_revoke), methods=["POST"]),
+        Route("/apps", page(apps.apps_page)),
+        Route("/apps/revoke", action(apps.apps_revoke), methods=["POST"]),
         Route("/audit", page(audit.audit_page)),
         Route("/health", page(health.health_page)),
         Route("/health/verify", action(health.health_verify), methods=["POST"]),

@@ -9,7 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from engram_memory.engine.host_front import UnknownBinding
-from engram_memory.host.bindings import TOKEN_ID_RE
+from engram_memory.engine.ports.rows import IssuedBindingRow
+from engram_memory.host.bindings import TOKEN_ID_RE, renewal_due
 from engram_memory.host.console.context import console_of, text_field
 from engram_memory.host.console.views import after_decision, render
 
@@ -20,8 +21,7 @@ def bindings_page(request: Request) -> Response:
     found = console_of(request).engine.bindings(SHOWN + 1)
     now_ms = int(time.time() * 1000)
     rows = [
-        (issued, revocation, "revoked" if revocation else ("expired" if now_ms >= issued.expires_at_ms else "active"))
-        for issued, revocation in found[:SHOWN]
+        (issued, revocation, _status(issued, revocation is not None, now_ms)) for issued, revocation in found[:SHOWN]
     ]
     return render(
         request,
@@ -31,6 +31,15 @@ def bindings_page(request: Request) -> Response:
         notice=request.query_params.get("notice"),
         active="bindings",
     )
+
+
+def _status(issued: IssuedBindingRow, revoked: bool, now_ms: int) -> str:
+    """As `bindings list` words it: revoked, expired, expiring (renewal due) or active."""
+    if revoked:
+        return "revoked"
+    if now_ms >= issued.expires_at_ms:
+        return "expired"
+    return "expiring" if renewal_due(issued.issued_at_ms, issued.expires_at_ms, now_ms) else "active"
 
 
 def bindings_revoke(request: Request, form: FormData) -> Response:

@@ -41,6 +41,7 @@ NAV = (
     ("confirmations", "/confirmations", "Confirmations"),
     ("records", "/records", "Records"),
     ("bindings", "/bindings", "Bindings"),
+    ("apps", "/apps", "Connected apps"),
     ("audit", "/audit", "Audit"),
     ("health", "/health", "Health"),
 )

@@ -1,0 +1,66 @@
+"""Connected apps: the clients people let in when they signed in (their grants), and revoking one.
+
+Read from the vault's sign-in tables; revoking a grant ends its refresh tokens and revokes its live access
+tokens, so the client must sign its person in again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+
+from engram_memory.host.compose import open_vault
+from engram_memory.host.console.context import console_of, text_field
+from engram_memory.host.console.views import after_decision, render
+from engram_memory.host.oauth.clients import client_name
+
+SHOWN = 500
+GRANT_ID_RE = re.compile(r"^grant_[0-9a-f]{24}$")
+
+
+def apps_page(request: Request) -> Response:
+    console = console_of(request)
+    vault = open_vault(console.paths)
+    try:
+        store = vault.sign_in()
+        grants = store.grants()[-SHOWN:]
+        names = {grant.client_id: store.client(grant.client_id) for grant in grants}
+    finally:
+        vault.close()
+    now_ms = int(time.time() * 1000)
+    rows = []
+    for grant in reversed(grants):
+        row = names[grant.client_id]
+        name = grant.client_id if row is None else client_name(row.metadata, grant.client_id)
+        status = (
+            "revoked" if grant.revoked_at_ms is not None else "ended" if grant.expires_at_ms <= now_ms else "active"
+        )
+        rows.append((grant, name, status))
+    return render(request, "apps.html", rows=rows, notice=request.query_params.get("notice"), active="apps")
+
+
+def apps_revoke(request: Request, form: FormData) -> Response:
+    console = console_of(request)
+    grant_id = text_field(form, "grant_id", limit=64)
+    if grant_id is None or GRANT_ID_RE.fullmatch(grant_id) is None:
+        return after_decision("/apps", "That is not a grant of this home.")
+    if form.get("confirmed") != "yes":
+        return render(request, "app_confirm.html", grant_id=grant_id, active="apps")
+    vault = open_vault(console.paths)
+    try:
+        store = vault.sign_in()
+        if store.grant(grant_id) is None:
+            return after_decision("/apps", f"This home has no grant {grant_id}.")
+        now_ms = int(time.time() * 1000)
+        first = store.revoke_grant(grant_id, now_ms, f"revoked by {console.decided_by}")
+        for token_id in store.live_bindings(grant_id, now_ms):
+            console.engine.revoke_token(token_id, revoked_by=console.decided_by)
+    finally:
+        vault.close()
+    if not first:
+        return after_decision("/apps", f"{grant_id} was already revoked.")
+    return after_decision("/apps", f"Revoked {grant_id}: its client must sign its person in again.")
