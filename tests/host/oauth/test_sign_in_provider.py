@@ -14,8 +14,11 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from engram_memory.host.settings import HostPaths
+from tests.host.console.browser import chromium, screenshot
 from tests.host.oauth.test_sign_in_security import MCP_HEADERS, _pkce
 from tests.support.http_agents import HttpServer
 from tests.support.processes import reap
@@ -150,3 +153,50 @@ def test_a_callback_that_was_not_started_here_signs_nobody_in(site: tuple[str, H
     forged = httpx.get(base + "/sign-in/callback?code=stolen&state=guess", timeout=30)
     assert forged.status_code == 400 and "not started here" in forged.text
     assert "set-cookie" not in forged.headers
+
+
+def test_a_person_signs_in_through_the_provider_in_a_real_browser(site: tuple[str, HttpServer]) -> None:
+    """Headless Chromium: our sign-in page, the provider's login and consent, our consent; the client then
+    exchanges the code it was sent."""
+    _, server = site
+    base = server.url.removesuffix("/mcp")
+    with httpx.Client(timeout=30) as http:
+        client_id = http.post(base + "/register", json={"redirect_uris": [CALLBACK], "client_name": "Agent"}).json()[
+            "client_id"
+        ]
+        verifier, challenge = _pkce()
+        query = {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": CALLBACK,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": "chromium",
+        }
+        with chromium() as driver:
+            wait = WebDriverWait(driver, 30)
+            driver.get(base + "/authorize?" + urlencode(query))
+            wait.until(lambda d: "Sign in with Acme SSO" in d.page_source)
+            driver.find_element(By.LINK_TEXT, "Sign in with Acme SSO").click()
+            wait.until(lambda d: d.find_elements(By.NAME, "login"))
+            driver.find_element(By.NAME, "login").send_keys("alice")
+            driver.find_element(By.NAME, "password").send_keys("any")
+            driver.find_element(By.CSS_SELECTOR, "form button[type=submit], form [type=submit]").click()
+            wait.until(lambda d: "Allow access?" in d.title or d.find_elements(By.CSS_SELECTOR, "form [type=submit]"))
+            if "Allow access?" not in driver.title:  # the provider's own consent
+                driver.find_element(By.CSS_SELECTOR, "form [type=submit]").click()
+                wait.until(lambda d: "Allow access?" in d.title)
+            assert "Signed in as alice@acme.com" in driver.find_element(By.TAG_NAME, "body").text
+            screenshot(driver, "sign-in-consent")
+            driver.find_element(By.CSS_SELECTOR, "button[value=allow]").click()
+            wait.until(lambda d: d.current_url.startswith(CALLBACK))
+            answered = parse_qs(urlsplit(driver.current_url).query)
+        assert answered["state"] == ["chromium"] and answered["iss"] == [base]
+        form = {"client_id": client_id, "grant_type": "authorization_code", "code": answered["code"][0]}
+        tokens = http.post(base + "/token", data={**form, "code_verifier": verifier, "redirect_uri": CALLBACK})
+        listed = http.post(
+            server.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={**MCP_HEADERS, "authorization": f"Bearer {tokens.json()['access_token']}"},
+        )
+    assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 4
