@@ -6,7 +6,6 @@ DNS-rebinding protection when the server listens on a loopback address.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import re
@@ -34,6 +33,7 @@ from engram_memory.contract.binding import Binding
 from engram_memory.contract.errors import ProtocolFault, trusted_context_unavailable
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
 from engram_memory.contract.tools import ALL_TOOLS
+from engram_memory.mcp.addresses import is_loopback
 
 logger = logging.getLogger(__name__)
 
@@ -209,15 +209,6 @@ class RequireBinding:
             }
         )
         await send({"type": "http.response.body", "body": self._body})
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def transport_security(host: str, port: int) -> TransportSecuritySettings:

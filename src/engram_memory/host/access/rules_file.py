@@ -10,12 +10,12 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from engram_memory.contract.binding import TRUST_CLASSES
 from engram_memory.contract.tools import Tool, tool_from_name
 from engram_memory.host.access.rules import Access, AccessRules, Conditions, IdentityProvider, Rule
 from engram_memory.host.bindings import BindingError, parse_duration
+from engram_memory.host.outbound import https_or_loopback
 
 FILE_NAME = "access.toml"
 
@@ -122,9 +122,7 @@ def _provider(table: Any) -> IdentityProvider:
         if not isinstance(value, str) or not value.strip():
             raise AccessRulesError(f"{where}: {key} must be a non-empty string")
         values[key] = value.strip()
-    parts = urlsplit(values["issuer"])
-    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
-    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+    if not https_or_loopback(values["issuer"]):
         raise AccessRulesError(f"{where}: issuer must be an https:// URL")
     scopes = table.get("scopes", ["openid", "email", "profile"])
     if not isinstance(scopes, list) or "openid" not in scopes or not all(isinstance(s, str) and s for s in scopes):

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import socket
-import ssl
 import time
 from urllib.parse import urlsplit
 
@@ -23,6 +21,7 @@ from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
 from engram_memory.contract.tools import ALL_TOOLS
+from engram_memory.host.outbound import tls_context
 
 MAX_DOCUMENT_BYTES = 16 * 1024
 FETCH_TIMEOUT_S = 5.0
@@ -51,11 +50,6 @@ def _check_address(host: str, allow_loopback: bool) -> None:
             raise DocumentRefused("the client's host is not a public address")
 
 
-def _tls_context() -> ssl.SSLContext:
-    """The system's trust, or the bundle SSL_CERT_FILE names (OpenSSL's convention)."""
-    return ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or None)
-
-
 async def fetch_document(client_id: str, *, allow_loopback: bool) -> OAuthClientInformationFull:
     if not is_document_id(client_id):
         raise DocumentRefused("a client id metadata document is an https URL with a path")
@@ -66,7 +60,7 @@ async def fetch_document(client_id: str, *, allow_loopback: bool) -> OAuthClient
     body = b""
     try:
         async with (
-            httpx.AsyncClient(timeout=FETCH_TIMEOUT_S, follow_redirects=False, verify=_tls_context()) as client,
+            httpx.AsyncClient(timeout=FETCH_TIMEOUT_S, follow_redirects=False, verify=tls_context()) as client,
             client.stream("GET", client_id, headers={"accept": "application/json"}) as answer,
         ):
             if answer.status_code != 200:

@@ -185,13 +185,14 @@ class SignInPages:
         except PendingError as exc:
             return _message("Sign-in failed", f"This sign-in link cannot be used: {exc}.", 400)
         name = await self._client_name(pending.client_id)
+        upstream = self._upstream()
         values: dict[str, Any] = {
             "title": "Sign in",
             "client_name": name,
             "request": sealed,
             "action": SIGN_IN_PATH,
             "enrol_link": f"{ENROL_PATH}?{urlencode({'request': sealed})}",
-            "provider": None if self._upstream() is None else self.service.identity_provider(),
+            "provider": None if upstream is None else upstream.provider,
             "provider_link": f"{UPSTREAM_PATH}?{urlencode({'request': sealed})}",
             "email": "",
         }

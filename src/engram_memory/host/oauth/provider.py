@@ -35,10 +35,6 @@ logger = logging.getLogger(__name__)
 SIGN_IN_PATH = "/sign-in"
 
 
-class _Code(AuthorizationCode):
-    """The SDK's code, carrying the grant it was issued for (as its subject)."""
-
-
 class HostAuthorizationProvider:
     def __init__(self, service: SignInService, *, loopback_documents: bool = False) -> None:
         self.service = service
@@ -112,7 +108,7 @@ class HostAuthorizationProvider:
         if spent is None:
             return None
         row, grant = spent
-        return _Code(
+        return AuthorizationCode(  # its subject is the grant it was issued for
             code=authorization_code,
             scopes=list(grant.scopes),
             expires_at=row.expires_at_ms / 1000,

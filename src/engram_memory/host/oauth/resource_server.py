@@ -19,7 +19,6 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import jwt
 
@@ -27,7 +26,7 @@ from engram_memory.contract.binding import Binding
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.host.access.rules import AccessRules, Identity
 from engram_memory.host.access.rules_file import AccessRulesError
-from engram_memory.mcp.http import is_loopback
+from engram_memory.host.outbound import https_or_loopback
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +51,7 @@ class TrustedIssuer:
 
 
 def _checked_url(url: str, what: str) -> str:
-    parts = urlsplit(url)
-    loopback = parts.hostname is not None and is_loopback(parts.hostname)
-    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+    if not https_or_loopback(url):
         raise TrustError(f"{what} must be https:// (http:// only on a loopback address)")
     return url
 

@@ -10,6 +10,7 @@ client (RFC 7591 lets the server replace what a client asked for), one that asks
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.auth.handlers.metadata import MetadataHandler
@@ -32,36 +33,26 @@ MAX_REGISTRATION_BYTES = 64 * 1024
 SCOPES = [tool.value for tool in ALL_TOOLS]
 
 
-class PublicByDefault:
-    """Registers a client that names no token endpoint method as a public one (`none`), before the SDK's
-    handler would default it to a client secret this server does not keep."""
+class RewrittenBody:
+    """Hands the SDK's handler a POST body `rewrite` changed first (bodies here are small forms and JSON)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, rewrite: Callable[[bytes], bytes]) -> None:
         self.app = app
+        self._rewrite = rewrite
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        body = _public_unless_asked(await _body(receive))
-        await self.app(scope, _replay(body), send)
+        await self.app(scope, _replay(self._rewrite(await _body(receive))), send)
 
 
-class WithoutSecret:
+def _with_empty_secret(body: bytes) -> bytes:
     """A public client's revocation request carries no `client_secret`, which the SDK's request model (2.3)
     requires anyway: an empty one is added to a form that lacks it (the authenticator then checks none)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("method") != "POST":
-            await self.app(scope, receive, send)
-            return
-        body = await _body(receive)
-        if b"client_secret=" not in body and len(body) <= MAX_REGISTRATION_BYTES:
-            body += b"&client_secret=" if body else b"client_secret="
-        await self.app(scope, _replay(body), send)
+    if b"client_secret=" in body or len(body) > MAX_REGISTRATION_BYTES:
+        return body
+    return body + (b"&client_secret=" if body else b"client_secret=")
 
 
 async def _body(receive: Receive) -> bytes:
@@ -88,6 +79,8 @@ def _replay(body: bytes) -> Receive:
 
 
 def _public_unless_asked(body: bytes) -> bytes:
+    """Registers a client that names no token endpoint method as a public one (`none`), before the SDK's
+    handler would default it to a client secret this server does not keep."""
     try:
         metadata: Any = json.loads(body)
     except (ValueError, RecursionError):
@@ -121,10 +114,16 @@ def authorization_routes(service: SignInService, *, secure_cookie: bool, loopbac
             handler = cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"])
             routes.append(Route(METADATA_PATH, endpoint=handler, methods=["GET", "OPTIONS"]))
         elif sdk_route.path == REGISTRATION_PATH:
-            public = PublicByDefault(sdk_route.app)
+            public = RewrittenBody(sdk_route.app, _public_unless_asked)
             routes.append(Route(REGISTRATION_PATH, endpoint=public, methods=["POST", "OPTIONS"]))
         elif sdk_route.path == REVOCATION_PATH:
-            routes.append(Route(REVOCATION_PATH, endpoint=WithoutSecret(sdk_route.app), methods=["POST", "OPTIONS"]))
+            routes.append(
+                Route(
+                    REVOCATION_PATH,
+                    endpoint=RewrittenBody(sdk_route.app, _with_empty_secret),
+                    methods=["POST", "OPTIONS"],
+                )
+            )
         else:
             routes.append(sdk_route)
     return [*routes, *SignInPages(service, secure_cookie=secure_cookie).routes()]

@@ -193,7 +193,8 @@ class SignInService:
         except GrantRefused as refused:
             self.revoke(grant.grant_id, str(refused))
             raise
-        tools = access.grants & set(grant.scopes if scopes is None else scopes) & set(grant.scopes)
+        asked = set(grant.scopes) if scopes is None else set(scopes) & set(grant.scopes)
+        tools = access.grants & asked
         now = self.now_ms()
         issued = issue_binding(
             self.key,

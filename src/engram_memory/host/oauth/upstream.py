@@ -10,9 +10,7 @@ so any server of the home can take the callback.
 
 from __future__ import annotations
 
-import os
 import secrets
-import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engram_memory.host.access.rules import Identity, IdentityProvider
 from engram_memory.host.bindings import ISSUER
+from engram_memory.host.outbound import tls_context
 
 ROUND_TRIP_AUDIENCE = "engram-memory/upstream"
 ROUND_TRIP_S = 600
@@ -43,10 +42,6 @@ class ProviderEndpoints:
     userinfo: str | None = None
 
 
-def _tls() -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or None)
-
-
 class Upstream:
     def __init__(self, provider: IdentityProvider, key: Ed25519PrivateKey, callback_url: str) -> None:
         self.provider = provider
@@ -59,7 +54,7 @@ class Upstream:
         if self._endpoints is None:
             url = self.provider.issuer + "/.well-known/openid-configuration"
             try:
-                async with httpx.AsyncClient(timeout=10, verify=_tls()) as client:
+                async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
                     answer = await client.get(url)
                 metadata: Any = answer.json() if len(answer.content) <= MAX_METADATA_BYTES else None
             except (httpx.HTTPError, ValueError) as exc:
@@ -89,7 +84,7 @@ class Upstream:
             scope=" ".join(self.provider.scopes),
             redirect_uri=self._callback,
             code_challenge_method="S256",
-            verify=_tls(),
+            verify=tls_context(),
             timeout=10,
         )
 
@@ -141,7 +136,7 @@ class Upstream:
         """The provider's userinfo (OIDC Core 5.3), for claims it keeps out of the ID token; only when it is
         about the same subject."""
         try:
-            async with httpx.AsyncClient(timeout=10, verify=_tls()) as client:
+            async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
                 answer = await client.get(url, headers={"authorization": f"Bearer {access_token}"})
             info: Any = answer.json() if answer.status_code == 200 else {}
         except (httpx.HTTPError, ValueError):
@@ -150,7 +145,7 @@ class Upstream:
 
     def _verified(self, id_token: str, nonce: str, endpoints: ProviderEndpoints) -> dict[str, Any]:
         if self._keys is None:
-            self._keys = jwt.PyJWKClient(endpoints.jwks, cache_keys=True, timeout=10, ssl_context=_tls())
+            self._keys = jwt.PyJWKClient(endpoints.jwks, cache_keys=True, timeout=10, ssl_context=tls_context())
         try:
             key = self._keys.get_signing_key_from_jwt(id_token)
             claims: dict[str, Any] = jwt.decode(

@@ -29,12 +29,12 @@ from engram_memory.host.bindings import BindingError, verify_binding
 from engram_memory.host.serve.http_guard import ConnectionGuard, GuardSettings, descriptor_budget, guarded_protocol
 from engram_memory.host.serve.observability import AccessLog, Metrics, health_routes
 from engram_memory.host.serve.stdio import housekeeping_loop
+from engram_memory.mcp.addresses import is_loopback
 from engram_memory.mcp.http import (
     MCP_PATH,
     Authorization,
     TokenCheck,
     build_http_app,
-    is_loopback,
     request_binding,
 )
 from engram_memory.mcp.log_budget import BudgetFilter, OneLineFor

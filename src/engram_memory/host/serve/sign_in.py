@@ -7,10 +7,8 @@ effect without a restart) and its vault (people, clients, grants); tokens are si
 from __future__ import annotations
 
 import functools
-import os
-import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
@@ -22,9 +20,10 @@ from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.oauth.resource_server import ExternalTokens, TrustError, discover
 from engram_memory.host.oauth.routes import authorization_routes
 from engram_memory.host.oauth.service import ISSUED_BY, SignInService, SignInSettings
+from engram_memory.host.outbound import https_or_loopback, on_loopback, tls_context
 from engram_memory.host.serve.http import SignIn
 from engram_memory.host.settings import HostPaths
-from engram_memory.mcp.http import MCP_PATH, Authorization, is_loopback
+from engram_memory.mcp.http import MCP_PATH, Authorization
 
 
 class SignInSetupError(Exception):
@@ -34,8 +33,7 @@ class SignInSetupError(Exception):
 def public_url_of(text: str) -> str:
     """The issuer: https://host[:port] (http only on a loopback host), no path, query or fragment."""
     parts = urlsplit(text.strip())
-    loopback = parts.hostname is not None and is_loopback(parts.hostname)
-    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+    if not https_or_loopback(text.strip()):
         raise SignInSetupError("--public-url must be https:// (http:// only for a loopback address)")
     if not parts.hostname or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
         raise SignInSetupError("--public-url is the server's origin only, e.g. https://memory.example.com")
@@ -45,17 +43,7 @@ def public_url_of(text: str) -> str:
 @contextmanager
 def sign_in_for(paths: HostPaths, public_url: str, owner: Engine) -> Iterator[SignIn]:
     issuer = public_url_of(public_url)
-    try:
-        if read_access_rules(paths.access) is None:
-            raise SignInSetupError(
-                f"sign-in needs access rules: {paths.access} does not exist (engram-memory access example)"
-            )
-    except AccessRulesError as exc:
-        raise SignInSetupError(str(exc)) from exc
-
-    def rules() -> AccessRules:
-        return read_access_rules(paths.access) or AccessRules(rules=())
-
+    rules = _rules_of(paths)
     vault = open_vault(paths)
     try:
         service = SignInService(
@@ -68,11 +56,28 @@ def sign_in_for(paths: HostPaths, public_url: str, owner: Engine) -> Iterator[Si
             lambda: int(time.time() * 1000),
         )
         authorization = Authorization(issuer=issuer, resource=issuer + MCP_PATH, revoked=owner.is_revoked)
-        loopback = is_loopback(urlsplit(issuer).hostname or "")
-        routes = authorization_routes(service, secure_cookie=issuer.startswith("https://"), loopback=loopback)
+        secure = issuer.startswith("https://")
+        routes = authorization_routes(service, secure_cookie=secure, loopback=on_loopback(issuer))
         yield SignIn(routes=routes, authorization=authorization)
     finally:
         vault.close()
+
+
+def _rules_of(paths: HostPaths) -> Callable[[], AccessRules]:
+    """The home's access rules, read again at each call (an edit takes effect without a restart); the file
+    must exist and read now, or the server does not start."""
+    try:
+        if read_access_rules(paths.access) is None:
+            raise SignInSetupError(
+                f"sign-in needs access rules: {paths.access} does not exist (engram-memory access example)"
+            )
+    except AccessRulesError as exc:
+        raise SignInSetupError(str(exc)) from exc
+
+    def rules() -> AccessRules:
+        return read_access_rules(paths.access) or AccessRules(rules=())
+
+    return rules
 
 
 def _revoke(owner: Engine, token_id: str) -> None:
@@ -84,20 +89,12 @@ def trusting(paths: HostPaths, public_url: str, issuer: str, owner: Engine) -> I
     """Resource-server mode: tokens from `issuer` (the team's authorization server), mapped by access.toml;
     this server runs no sign-in pages of its own."""
     origin = public_url_of(public_url)
-    try:
-        if read_access_rules(paths.access) is None:
-            raise SignInSetupError(f"trusting an issuer needs access rules: {paths.access} does not exist")
-    except AccessRulesError as exc:
-        raise SignInSetupError(str(exc)) from exc
-    context = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or None)
+    rules = _rules_of(paths)
+    context = tls_context()
     try:
         trusted = discover(issuer, origin + MCP_PATH, context=context)
     except TrustError as exc:
         raise SignInSetupError(str(exc)) from exc
-
-    def rules() -> AccessRules:
-        return read_access_rules(paths.access) or AccessRules(rules=())
-
     tokens = ExternalTokens(trusted, rules, context=context)
     verdicts = functools.lru_cache(maxsize=4096)(tokens.binding)
     authorization = Authorization(
