@@ -34,11 +34,14 @@ PASSING = {
 }
 
 
-def _suite() -> Path:
-    suite = NODE_TOOLS / "node_modules" / ".bin" / "conformance"
-    if not suite.exists():
+def _suite() -> list[str]:
+    """The pinned 0.1.16 by its own entry point: tests/node also holds a later release (`conformance-next`,
+    for the authorization-server scenarios), and both name their command `conformance`."""
+    node = NODE_TOOLS / "node_modules" / ".bin" / "node"
+    suite = NODE_TOOLS / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    if not (node.exists() and suite.exists()):
         raise AssertionError("tests/node is not installed: run `make test` (it runs npm ci --prefix tests/node)")
-    return suite
+    return [str(node), str(suite)]
 
 
 def _documented() -> dict[str, str]:
@@ -48,8 +51,8 @@ def _documented() -> dict[str, str]:
 
 
 def test_the_conformance_suite_passes_every_scenario_that_applies(sqlite_paths: HostPaths, tmp_path: Path) -> None:
-    env = {**os.environ, "PATH": f"{_suite().parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    listed = subprocess.run([str(_suite()), "list"], env=env, capture_output=True, text=True, check=True, timeout=120)
+    env = {**os.environ, "PATH": f"{NODE_TOOLS / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    listed = subprocess.run([*_suite(), "list"], env=env, capture_output=True, text=True, check=True, timeout=120)
     server_part = listed.stdout.split("Client scenarios", 1)[0]
     scenarios = set(re.findall(r"^  - ([a-z0-9-]+) \[", server_part, re.M))
     assert scenarios >= PASSING
@@ -64,7 +67,7 @@ def test_the_conformance_suite_passes_every_scenario_that_applies(sqlite_paths: 
         HeaderProxy(server.url, {"Authorization": f"Bearer {token}"}) as proxy,
     ):
         subprocess.run(
-            [str(_suite()), "server", "--url", proxy.url, "--suite", "all", "-o", str(results)],
+            [*_suite(), "server", "--url", proxy.url, "--suite", "all", "-o", str(results)],
             env=env,
             capture_output=True,
             text=True,

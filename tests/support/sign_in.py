@@ -83,6 +83,7 @@ class Browser:
         self.base = base
         self.client = httpx.Client(base_url=base, follow_redirects=False, timeout=30, verify=verify)
         self.pages: list[httpx.Response] = []
+        self.redirected_to = ""
 
     def __enter__(self) -> Browser:
         return self
@@ -100,7 +101,9 @@ class Browser:
         self.pages.append(answer)
         return answer
 
-    def authorize(self, url: str, email: str, *, workspace: str = "team", decision: str = "allow") -> dict[str, str]:
+    def authorize(
+        self, url: str, email: str, *, workspace: str = "team", decision: str = "allow", callback: str = CALLBACK
+    ) -> dict[str, str]:
         """Signs in, consents, and returns the parameters the server redirects back to the client with."""
         sign_in = self.get(self.get(url).headers["location"])
         assert sign_in.status_code == 200, sign_in.text
@@ -114,7 +117,8 @@ class Browser:
         answered = self.post("/consent", form)
         assert answered.status_code == 303, answered.text
         location = answered.headers["location"]
-        assert location.startswith(CALLBACK)
+        assert location.startswith(callback)
+        self.redirected_to = location
         return {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
 
 
