@@ -76,3 +76,12 @@ def test_no_rules_file_or_a_broken_one_fails_in_one_line(tmp_path: Path) -> None
 def test_check_needs_someone_to_check(tmp_path: Path) -> None:
     line = assert_one_line_failure(cli("access", "check", "--home", _home(tmp_path)))
     assert "give --email or --subject" in line
+
+
+def test_add_client_refuses_a_redirect_that_is_neither_https_nor_loopback(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    for uri in ("http://evil.example/cb", "ftp://localhost/cb", "https://x.example/cb#frag"):
+        line = assert_one_line_failure(cli("access", "add-client", "Agent", "--redirect-uri", uri, "--home", home))
+        assert f"redirect URI '{uri}' is neither https nor http on loopback" in line
+    nameless = cli("access", "add-client", " ", "--redirect-uri", "http://localhost:1/cb", "--home", home)
+    assert "a client needs a name" in assert_one_line_failure(nameless)

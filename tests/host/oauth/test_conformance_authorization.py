@@ -54,7 +54,9 @@ def test_the_authorization_scenarios_of_the_official_suite_pass(server: HttpServ
     assert metadata["issuer"] == issuer
     port = free_port()
     callback = f"http://127.0.0.1:{port}/callback"
-    client = httpx.post(f"{issuer}/register", json={"redirect_uris": [callback], "client_name": "Conformance"}, timeout=30)
+    client = httpx.post(
+        f"{issuer}/register", json={"redirect_uris": [callback], "client_name": "Conformance"}, timeout=30
+    )
     assert client.status_code == 201, client.text
     results = tmp_path / "results"
     command = [*_suite(), "authorization", "--url", issuer, "--client-id", client.json()["client_id"]]

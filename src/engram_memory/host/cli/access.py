@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import uuid
 from typing import Annotated, Any
 
 import typer
@@ -22,7 +23,7 @@ from engram_memory.host.access.rules import Decision, Identity
 from engram_memory.host.access.rules_file import EXAMPLE_ACCESS_TOML, AccessRulesError, read_access_rules
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, opened_sign_in, say
 from engram_memory.host.compose import current_user
-from engram_memory.host.oauth.clients import client_name
+from engram_memory.host.oauth.clients import ClientRefused, client_name, host_registered_client
 from engram_memory.host.settings import resolve_home
 
 
@@ -36,6 +37,7 @@ def register(app: typer.Typer) -> None:
     access_app.command("example")(access_example)
     access_app.command("grants")(access_grants)
     access_app.command("revoke")(access_revoke)
+    access_app.command("add-client")(access_add_client)
 
 
 def decision_json(identity: Identity, decision: Decision) -> dict[str, Any]:
@@ -174,6 +176,32 @@ def access_revoke(
         for token_id in store.live_bindings(grant_id, now_ms):
             engine.revoke_token(token_id, revoked_by=current_user())
     say(f"{grant_id}: {'revoked' if first else 'was revoked already'}; its client must sign in again")
+
+
+def access_add_client(
+    name: Annotated[str, typer.Argument(help="What the consent page calls the client, e.g. 'Claude Code'.")],
+    redirect_uri: Annotated[
+        list[str], typer.Option("--redirect-uri", help="Where the client takes the code (repeatable).")
+    ],
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Register a client for people to use, and print its client id: for a client that names itself by a
+    metadata document this server cannot fetch (Claude Code on a server without internet access)."""
+    now_ms = int(time.time() * 1000)
+    client_id = str(uuid.uuid4())
+    try:
+        row = host_registered_client(
+            name, redirect_uri, client_id=client_id, now_ms=now_ms, scopes=[tool.value for tool in Tool]
+        )
+    except ClientRefused as refused:
+        fail(str(refused))
+    with opened_sign_in(resolve_home(home)) as store:
+        store.put_client(row)
+    if as_json:
+        say(json.dumps({"client_id": client_id, "client_name": name.strip(), "redirect_uris": redirect_uri}))
+        return
+    say(client_id)
 
 
 def _client_name(store: SignInStore, client_id: str) -> str:

@@ -70,7 +70,7 @@ def _page(template: str, status: int = 200, form_targets: str = "'self'", **valu
     return HTMLResponse(html, status_code=status, headers=_headers(form_targets))
 
 
-def _message(title: str, message: str, status: int) -> HTMLResponse:
+def message_page(title: str, message: str, status: int) -> HTMLResponse:
     return _page("message.html", status, title=title, message=message, error=status >= 400)
 
 
@@ -105,10 +105,10 @@ class SignInPages:
         try:
             self._pending(sealed)
             if upstream is None:
-                return _message("Sign-in failed", "This server signs nobody in through a provider.", 404)
+                return message_page("Sign-in failed", "This server signs nobody in through a provider.", 404)
             url, trip = await upstream.start(sealed, now_s=self.service.now_ms() // 1000)
         except (PendingError, UpstreamError) as exc:
-            return _message("Sign-in failed", f"{exc}.", 400)
+            return message_page("Sign-in failed", f"{exc}.", 400)
         response = RedirectResponse(url, status_code=303)
         response.headers.update(_headers())
         response.set_cookie(
@@ -127,12 +127,12 @@ class SignInPages:
         code, state = request.query_params.get("code", ""), request.query_params.get("state", "")
         if upstream is None or not code or not state:
             why = request.query_params.get("error_description") or request.query_params.get("error") or "no code"
-            return _message("Sign-in failed", f"The provider did not sign you in ({why[:200]}).", 400)
+            return message_page("Sign-in failed", f"The provider did not sign you in ({why[:200]}).", 400)
         try:
             identity, sealed = await upstream.finish(code, state, request.cookies.get(TRIP_COOKIE, ""))
             self._pending(sealed)
         except (PendingError, UpstreamError) as exc:
-            return _message("Sign-in failed", f"{exc}.", 400)
+            return message_page("Sign-in failed", f"{exc}.", 400)
         response = await self._signed_in_response(identity, None, sealed)
         response.delete_cookie(TRIP_COOKIE, path=SIGN_IN_PATH)
         return response
@@ -183,7 +183,7 @@ class SignInPages:
         try:
             pending = self._pending(sealed)
         except PendingError as exc:
-            return _message("Sign-in failed", f"This sign-in link cannot be used: {exc}.", 400)
+            return message_page("Sign-in failed", f"This sign-in link cannot be used: {exc}.", 400)
         name = await self._client_name(pending.client_id)
         upstream = self._upstream()
         values: dict[str, Any] = {
@@ -214,7 +214,7 @@ class SignInPages:
         try:
             self._pending(sealed)
         except PendingError as exc:
-            return _message("Enrolment failed", f"This sign-in link cannot be used: {exc}.", 400)
+            return message_page("Enrolment failed", f"This sign-in link cannot be used: {exc}.", 400)
         values: dict[str, Any] = {
             "title": "Choose your password",
             "request": sealed,
@@ -243,7 +243,7 @@ class SignInPages:
         try:
             pending = self._pending(sealed)
         except PendingError as exc:
-            return _message("Authorization failed", f"This authorization cannot go on: {exc}.", 400)
+            return message_page("Authorization failed", f"This authorization cannot go on: {exc}.", 400)
         session = await self._session(request)
         if session is None:
             return RedirectResponse(f"{SIGN_IN_PATH}?{urlencode({'request': sealed})}", status_code=303)
@@ -251,7 +251,7 @@ class SignInPages:
         try:
             access = self.service.decide(identity)
         except GrantRefused as refused:
-            return _message("Access refused", f"{refused}.", 403)
+            return message_page("Access refused", f"{refused}.", 403)
         if request.method == "GET":
             return await self._consent_form(pending, sealed, session_digest, identity, access)
         return await self._decision(request, pending, sealed, session_digest, identity, person_id)
@@ -290,7 +290,7 @@ class SignInPages:
         try:
             check_csrf(self.service.key, await self._field(request, "csrf"), session_digest, sealed, now_s=now_s)
         except PendingError:
-            return _message("Authorization failed", "This form did not come from your sign-in: start again.", 403)
+            return message_page("Authorization failed", "This form did not come from your sign-in: start again.", 403)
         answer: dict[str, str] = {"iss": self.service.settings.issuer}
         if pending.state is not None:
             answer["state"] = pending.state
@@ -303,7 +303,7 @@ class SignInPages:
                     lambda: self.service.consent(pending, identity, person_id, workspace)
                 )
             except GrantRefused as refused:
-                return _message("Access refused", f"{refused}.", 403)
+                return message_page("Access refused", f"{refused}.", 403)
         separator = "&" if urlsplit(pending.redirect_uri).query else "?"
         response = RedirectResponse(pending.redirect_uri + separator + urlencode(answer), status_code=303)
         response.headers.update(_headers(_form_targets(pending)))

@@ -56,17 +56,24 @@ class HostAuthorizationProvider:
     async def _document_client(self, client_id: str) -> OAuthClientInformationFull | None:
         """A client known by its metadata document: fetched (kept ten minutes), never registered."""
         known = self._documents.get(client_id)
-        if known is not None:
-            return known
+        if known is None and await self.document_refusal(client_id) is None:
+            known = self._documents.get(client_id)
+        return known
+
+    async def document_refusal(self, client_id: str) -> str | None:
+        """Why the client's metadata document cannot be used (one sentence for the person), or None once it
+        is fetched, checked and cached."""
+        if self._documents.get(client_id) is not None:
+            return None
         try:
             client = await fetch_document(client_id, allow_loopback=self._loopback_documents)
         except DocumentRefused as refused:
             logger.info("client %s refused: %s", client_id, refused)
-            return None
+            return str(refused)
         self._documents.put(client)
         row = ClientRow(client_id, client.model_dump_json(exclude_none=True), None, "document", self.service.now_ms())
         await anyio.to_thread.run_sync(self.service.store.put_client, row)
-        return client
+        return None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         public = client_info.token_endpoint_auth_method == "none"  # noqa: S105 - a method's name, not a password

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.routes import build_metadata, cors_middleware, create_auth_routes
@@ -22,13 +23,15 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram_memory.contract.tools import ALL_TOOLS
-from engram_memory.host.oauth.pages import SignInPages
+from engram_memory.host.oauth.client_documents import is_document_id
+from engram_memory.host.oauth.pages import SignInPages, message_page
 from engram_memory.host.oauth.provider import HostAuthorizationProvider
 from engram_memory.host.oauth.service import SignInService
 
 METADATA_PATH = "/.well-known/oauth-authorization-server"
 REGISTRATION_PATH = "/register"
 REVOCATION_PATH = "/revoke"
+AUTHORIZE_PATH = "/authorize"
 MAX_REGISTRATION_BYTES = 64 * 1024
 SCOPES = [tool.value for tool in ALL_TOOLS]
 
@@ -78,6 +81,36 @@ def _replay(body: bytes) -> Receive:
     return receive
 
 
+class ReadableDocument:
+    """Before the SDK's authorize handler: a client named by a metadata document this server cannot use gets a
+    page saying why and what to do, where the SDK would answer a bare "Client ID not found" (its provider
+    interface carries no reason)."""
+
+    def __init__(self, app: ASGIApp, provider: HostAuthorizationProvider) -> None:
+        self.app = app
+        self._provider = provider
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") == "GET":
+            client_id = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("client_id", [""])[0]
+            if is_document_id(client_id):
+                refusal = await self._provider.document_refusal(client_id)
+                if refusal is not None:
+                    page = message_page("Cannot sign in to this app", _document_advice(client_id, refusal), 400)
+                    await page(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+def _document_advice(client_id: str, refusal: str) -> str:
+    return (
+        f"This app names itself by its metadata document, {client_id}, and {refusal}. If this server cannot"
+        ' reach it, ask the server\'s administrator to register the app for you (see "Connect a team" in the'
+        " README), then give the app that client id: for Claude Code, claude mcp add --transport http"
+        " --client-id ID --callback-port PORT."
+    )
+
+
 def _public_unless_asked(body: bytes) -> bytes:
     """Registers a client that names no token endpoint method as a public one (`none`), before the SDK's
     handler would default it to a client secret this server does not keep."""
@@ -116,6 +149,10 @@ def authorization_routes(service: SignInService, *, secure_cookie: bool, loopbac
         elif sdk_route.path == REGISTRATION_PATH:
             public = RewrittenBody(sdk_route.app, _public_unless_asked)
             routes.append(Route(REGISTRATION_PATH, endpoint=public, methods=["POST", "OPTIONS"]))
+        elif sdk_route.path == AUTHORIZE_PATH:
+            routes.append(
+                Route(AUTHORIZE_PATH, endpoint=ReadableDocument(sdk_route.app, provider), methods=["GET", "POST"])
+            )
         elif sdk_route.path == REVOCATION_PATH:
             routes.append(
                 Route(
