@@ -158,3 +158,19 @@ def test_a_session_reads_until_it_expires_or_ends(sign_in: SqlSignInStore) -> No
     assert sign_in.session("s1", NOW + 100) is None
     sign_in.end_session("s1")
     assert sign_in.session("s1", NOW) is None
+
+
+def test_a_provider_token_travels_from_session_to_grant_and_is_replaced_at_a_refresh(sign_in: SqlSignInStore) -> None:
+    _client(sign_in)
+    sign_in.add_session(SessionRow("s2", '{"subject":"2"}', NOW, NOW + 100, "sealed-1"))
+    session = sign_in.session("s2", NOW)
+    assert session is not None and session.upstream_token == "sealed-1"
+    row = GrantRow(
+        "grant-9", "client-1", "p", '{"groups":["eng"]}', "w", (), "r", NOW, NOW + 9, upstream_token="sealed-1"
+    )
+    sign_in.add_grant(row)
+    assert sign_in.grant("grant-9") == row
+    sign_in.reidentify_grant("grant-9", '{"groups":[]}', "sealed-2")
+    changed = sign_in.grant("grant-9")
+    assert changed is not None and (changed.identity, changed.upstream_token) == ('{"groups":[]}', "sealed-2")
+    assert sign_in.grant("grant-1") is None  # no other grant touched

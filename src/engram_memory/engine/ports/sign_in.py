@@ -3,7 +3,9 @@
 People with an account on this host, OAuth clients (registered, or known by their metadata document),
 grants (one person's consent to one client: the family of its refresh tokens), authorization codes,
 refresh tokens and browser sessions. Every secret among them (codes, refresh tokens, session ids,
-enrolment secrets, client secrets) is kept only as its SHA-256 digest; passwords as argon2id hashes.
+enrolment secrets, client secrets) is kept only as its SHA-256 digest; passwords as argon2id hashes. The
+one secret that must be presented again, the team provider's refresh token, is kept sealed (AES-GCM under a
+key derived from the home's secret).
 The engine never reads these: the host's authorization server does, through this port.
 """
 
@@ -51,6 +53,7 @@ class GrantRow:
     expires_at_ms: int  # the refresh family's end
     revoked_at_ms: int | None = None
     revoked_reason: str | None = None
+    upstream_token: str | None = None  # the team provider's refresh token, sealed; None for accounts here
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,7 @@ class SessionRow:
     identity: str  # JSON, as GrantRow.identity
     created_at_ms: int
     expires_at_ms: int
+    upstream_token: str | None = None  # as GrantRow.upstream_token
 
 
 class SignInStore(Protocol):
@@ -113,6 +117,10 @@ class SignInStore(Protocol):
     def add_grant(self, row: GrantRow) -> None: ...
     def grant(self, grant_id: str) -> GrantRow | None: ...
     def grants(self, *, principal: str | None = None) -> list[GrantRow]: ...
+
+    def reidentify_grant(self, grant_id: str, identity: str, upstream_token: str | None) -> None:
+        """The person as the provider describes them now, and its (possibly rotated) refresh token."""
+        ...
 
     def revoke_grant(self, grant_id: str, at_ms: int, reason: str) -> bool:
         """False when it was revoked already (the first reason stays)."""

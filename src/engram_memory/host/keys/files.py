@@ -192,6 +192,15 @@ def mac_keys_of(secret: bytes, name: str = "secret.key") -> MacKeys:
     )
 
 
+def upstream_token_key(paths: HostPaths) -> bytes:
+    """The AES-256 key that seals the team provider's refresh tokens in the vault (HKDF-SHA256 of secret.key):
+    a copy of the vault alone does not give them away."""
+    secret = _read(paths.secret_file)
+    if len(secret) != 32:
+        raise KeyFileError(f"{paths.secret_file.name} is malformed")
+    return _derive(secret, "engram-memory/upstream-refresh-token/v1")
+
+
 def backup_key(paths: HostPaths, salt: bytes) -> bytes:
     """The AES-256 key of one format-1 archive (before recovery keys): HKDF-SHA256 of secret.key with the
     archive's own salt. Only a home holding the same secret.key opens such an archive."""

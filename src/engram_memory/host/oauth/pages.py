@@ -29,16 +29,15 @@ from engram_memory.host.access.people import (
     identity_of,
     signed_in,
 )
-from engram_memory.host.access.rules import Access, Identity, IdentityProvider
+from engram_memory.host.access.rules import Access, Identity
 from engram_memory.host.oauth.clients import client_name
 from engram_memory.host.oauth.pending import PendingError, PendingRequest, check_csrf, csrf_token, open_request
 from engram_memory.host.oauth.provider import SIGN_IN_PATH
 from engram_memory.host.oauth.service import GrantRefused, SignInService, identity_from_json, identity_json
-from engram_memory.host.oauth.upstream import ROUND_TRIP_S, Upstream, UpstreamError
+from engram_memory.host.oauth.upstream import CALLBACK_PATH, ROUND_TRIP_S, UpstreamError
 
 ENROL_PATH = SIGN_IN_PATH + "/enrol"
 UPSTREAM_PATH = SIGN_IN_PATH + "/provider"
-CALLBACK_PATH = SIGN_IN_PATH + "/callback"
 TRIP_COOKIE = "engram_sign_in_trip"
 CONSENT_PATH = "/consent"
 COOKIE = "engram_sign_in"
@@ -78,7 +77,6 @@ class SignInPages:
     def __init__(self, service: SignInService, *, secure_cookie: bool) -> None:
         self.service = service
         self._secure = secure_cookie
-        self._provider: tuple[IdentityProvider, Upstream] | None = None
 
     def routes(self) -> list[Route]:
         return [
@@ -89,19 +87,10 @@ class SignInPages:
             Route(CONSENT_PATH, self.consent, methods=["GET", "POST"]),
         ]
 
-    def _upstream(self) -> Upstream | None:
-        provider = self.service.identity_provider()
-        if provider is None:
-            return None
-        if self._provider is None or self._provider[0] != provider:
-            callback = self.service.settings.issuer + CALLBACK_PATH
-            self._provider = (provider, Upstream(provider, self.service.key, callback))
-        return self._provider[1]
-
     async def upstream(self, request: Request) -> Response:
         """To the team's provider, remembering (in a signed cookie) what the callback must check."""
         sealed = await self._field(request, "request")
-        upstream = self._upstream()
+        upstream = self.service.upstream()
         try:
             self._pending(sealed)
             if upstream is None:
@@ -123,17 +112,18 @@ class SignInPages:
         return response
 
     async def callback(self, request: Request) -> Response:
-        upstream = self._upstream()
+        upstream = self.service.upstream()
         code, state = request.query_params.get("code", ""), request.query_params.get("state", "")
         if upstream is None or not code or not state:
             why = request.query_params.get("error_description") or request.query_params.get("error") or "no code"
             return message_page("Sign-in failed", f"The provider did not sign you in ({why[:200]}).", 400)
         try:
-            identity, sealed = await upstream.finish(code, state, request.cookies.get(TRIP_COOKIE, ""))
-            self._pending(sealed)
+            signed_in = await upstream.finish(code, state, request.cookies.get(TRIP_COOKIE, ""))
+            self._pending(signed_in.request)
         except (PendingError, UpstreamError) as exc:
             return message_page("Sign-in failed", f"{exc}.", 400)
-        response = await self._signed_in_response(identity, None, sealed)
+        kept = self.service.sealed_upstream_token(signed_in.identity, signed_in.refresh_token)
+        response = await self._signed_in_response(signed_in.identity, None, signed_in.request, kept)
         response.delete_cookie(TRIP_COOKIE, path=SIGN_IN_PATH)
         return response
 
@@ -154,21 +144,19 @@ class SignInPages:
         row = await anyio.to_thread.run_sync(self.service.store.client, client_id)
         return client_id if row is None else client_name(row.metadata, client_id)
 
-    async def _session(self, request: Request) -> tuple[str, Identity, str | None] | None:
+    async def _session(self, request: Request) -> SessionRow | None:
         cookie = request.cookies.get(COOKIE)
         if not cookie:
             return None
-        session_digest = digest(cookie)
-        row = await anyio.to_thread.run_sync(self.service.store.session, session_digest, self.service.now_ms())
-        if row is None:
-            return None
-        identity, person_id = identity_from_json(row.identity)
-        return session_digest, identity, person_id
+        return await anyio.to_thread.run_sync(self.service.store.session, digest(cookie), self.service.now_ms())
 
-    async def _signed_in_response(self, identity: Identity, person_id: str | None, sealed: str) -> Response:
+    async def _signed_in_response(
+        self, identity: Identity, person_id: str | None, sealed: str, upstream_token: str | None = None
+    ) -> Response:
         cookie = secrets.token_urlsafe(32)
         now = self.service.now_ms()
-        row = SessionRow(digest(cookie), identity_json(identity, person_id), now, now + SESSION_LIFETIME_MS)
+        expires = now + SESSION_LIFETIME_MS
+        row = SessionRow(digest(cookie), identity_json(identity, person_id), now, expires, upstream_token)
         await anyio.to_thread.run_sync(self.service.store.add_session, row)
         response = RedirectResponse(f"{CONSENT_PATH}?{urlencode({'request': sealed})}", status_code=303)
         response.headers.update(_headers())
@@ -185,7 +173,7 @@ class SignInPages:
         except PendingError as exc:
             return message_page("Sign-in failed", f"This sign-in link cannot be used: {exc}.", 400)
         name = await self._client_name(pending.client_id)
-        upstream = self._upstream()
+        upstream = self.service.upstream()
         values: dict[str, Any] = {
             "title": "Sign in",
             "client_name": name,
@@ -247,14 +235,14 @@ class SignInPages:
         session = await self._session(request)
         if session is None:
             return RedirectResponse(f"{SIGN_IN_PATH}?{urlencode({'request': sealed})}", status_code=303)
-        session_digest, identity, person_id = session
+        identity, _ = identity_from_json(session.identity)
         try:
             access = self.service.decide(identity)
         except GrantRefused as refused:
             return message_page("Access refused", f"{refused}.", 403)
         if request.method == "GET":
-            return await self._consent_form(pending, sealed, session_digest, identity, access)
-        return await self._decision(request, pending, sealed, session_digest, identity, person_id)
+            return await self._consent_form(pending, sealed, session.session_digest, identity, access)
+        return await self._decision(request, pending, sealed, session)
 
     async def _consent_form(
         self, pending: PendingRequest, sealed: str, session_digest: str, identity: Identity, access: Access
@@ -282,13 +270,12 @@ class SignInPages:
         request: Request,
         pending: PendingRequest,
         sealed: str,
-        session_digest: str,
-        identity: Identity,
-        person_id: str | None,
+        session: SessionRow,
     ) -> Response:
         now_s = self.service.now_ms() // 1000
+        csrf = await self._field(request, "csrf")
         try:
-            check_csrf(self.service.key, await self._field(request, "csrf"), session_digest, sealed, now_s=now_s)
+            check_csrf(self.service.key, csrf, session.session_digest, sealed, now_s=now_s)
         except PendingError:
             return message_page("Authorization failed", "This form did not come from your sign-in: start again.", 403)
         answer: dict[str, str] = {"iss": self.service.settings.issuer}
@@ -299,8 +286,9 @@ class SignInPages:
         else:
             workspace = await self._field(request, "workspace")
             try:
+                identity, person_id = identity_from_json(session.identity)
                 answer["code"] = await anyio.to_thread.run_sync(
-                    lambda: self.service.consent(pending, identity, person_id, workspace)
+                    lambda: self.service.consent(pending, identity, person_id, workspace, session.upstream_token)
                 )
             except GrantRefused as refused:
                 return message_page("Access refused", f"{refused}.", 403)

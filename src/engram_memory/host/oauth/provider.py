@@ -131,7 +131,7 @@ class HostAuthorizationProvider:
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
         grant_id = authorization_code.subject or ""
-        return await self._tokens(grant_id, None)
+        return await self._tokens(grant_id, None, ask_upstream=False)
 
     # -- refresh -----------------------------------------------------------------------------------
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
@@ -151,26 +151,25 @@ class HostAuthorizationProvider:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        return await self._tokens(refresh_token.subject or "", tuple(scopes))
+        return await self._tokens(refresh_token.subject or "", tuple(scopes), ask_upstream=True)
 
-    async def _tokens(self, grant_id: str, scopes: tuple[str, ...] | None) -> OAuthToken:
-        def issue() -> OAuthToken:
-            grant = self.service.store.grant(grant_id)
-            if grant is None or grant.revoked_at_ms is not None:
-                raise TokenError("invalid_grant", "the grant was revoked: sign in again")
-            try:
-                tokens = self.service.tokens(grant, scopes)
-            except GrantRefused as refused:
-                raise TokenError("invalid_grant", str(refused)) from None
-            return OAuthToken(
-                access_token=tokens.access_token,
-                token_type="Bearer",  # noqa: S106 - the token type, not a password
-                expires_in=tokens.expires_in_s,
-                scope=" ".join(tokens.scopes) or None,
-                refresh_token=tokens.refresh_token,
-            )
-
-        return await anyio.to_thread.run_sync(issue)
+    async def _tokens(self, grant_id: str, scopes: tuple[str, ...] | None, *, ask_upstream: bool) -> OAuthToken:
+        """At a refresh, a person who signed in through the team's provider is asked about there first."""
+        grant = await anyio.to_thread.run_sync(self.service.store.grant, grant_id)
+        if grant is None or grant.revoked_at_ms is not None:
+            raise TokenError("invalid_grant", "the grant was revoked: sign in again")
+        try:
+            identity = await self.service.asked_upstream(grant) if ask_upstream else None
+            tokens = await anyio.to_thread.run_sync(self.service.tokens, grant, scopes, identity)
+        except GrantRefused as refused:
+            raise TokenError("invalid_grant", str(refused)) from None
+        return OAuthToken(
+            access_token=tokens.access_token,
+            token_type="Bearer",  # noqa: S106 - the token type, not a password
+            expires_in=tokens.expires_in_s,
+            scope=" ".join(tokens.scopes) or None,
+            refresh_token=tokens.refresh_token,
+        )
 
     # -- access tokens and revocation ---------------------------------------------------------------
     async def load_access_token(self, token: str) -> AccessToken | None:

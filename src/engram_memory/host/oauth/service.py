@@ -3,8 +3,9 @@
 A grant is one person's consent to one client for one workspace. Its tokens are bindings (the host's
 EdDSA JWT with the engram claims, audience the MCP URL) whose tenant, tools, purpose and lifetime the
 access rules decide from the person's identity, again at every refresh: a person the rules stop admitting,
-or whose account is disabled, loses access at the next refresh, and their grant is revoked. Refresh
-tokens rotate; presenting a spent one revokes its whole grant (RFC 9700 §4.14).
+or whose account is disabled, loses access at the next refresh, and their grant is revoked. A person who
+signed in through the team's provider is asked about there first, when the provider gave a refresh token
+(see upstream.py). Refresh tokens rotate; presenting a spent one revokes its whole grant (RFC 9700 §4.14).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engram_memory.contract.binding import Binding
@@ -24,6 +26,8 @@ from engram_memory.host.access.rules import Access, AccessRules, Identity, Ident
 from engram_memory.host.access.rules_file import AccessRulesError
 from engram_memory.host.bindings import issue_binding, issued_row_of
 from engram_memory.host.oauth.pending import PendingRequest
+from engram_memory.host.oauth.sealed_tokens import TokenSeal
+from engram_memory.host.oauth.upstream import CALLBACK_PATH, Upstream, UpstreamError, UpstreamRefused
 
 CODE_LIFETIME_MS = 60_000
 ISSUED_BY = "sign-in"
@@ -84,6 +88,7 @@ class SignInService:
         record_binding: Callable[[IssuedBindingRow], None],
         revoke_binding: Callable[[str], None],
         now_ms: Callable[[], int],
+        seal: TokenSeal,
     ) -> None:
         self.store = store
         self.key = key
@@ -92,6 +97,8 @@ class SignInService:
         self._record = record_binding
         self._revoke_binding = revoke_binding
         self.now_ms = now_ms
+        self.seal = seal
+        self._upstream: tuple[IdentityProvider, Upstream] | None = None
 
     def decide(self, identity: Identity) -> Access:
         """What the person may have now; GrantRefused when no rule admits them."""
@@ -111,6 +118,47 @@ class SignInService:
         except AccessRulesError:
             return None
 
+    def upstream(self) -> Upstream | None:
+        """The team's provider as access.toml names it now (a changed table makes a new client)."""
+        provider = self.identity_provider()
+        if provider is None:
+            return None
+        if self._upstream is None or self._upstream[0] != provider:
+            self._upstream = (provider, Upstream(provider, self.key, self.settings.issuer + CALLBACK_PATH))
+        return self._upstream[1]
+
+    def sealed_upstream_token(self, identity: Identity, token: str | None) -> str | None:
+        return None if token is None else self.seal.seal(token, identity.issuer, identity.subject)
+
+    async def asked_upstream(self, grant: GrantRow) -> Identity | None:
+        """The grant's person as the team's provider describes them now, kept on the grant; None for a grant
+        the provider gave no refresh token for. GrantRefused (and the grant revoked) when the provider no
+        longer signs them in or is no longer this server's; GrantRefused alone when it cannot be asked now."""
+        if grant.upstream_token is None:
+            return None
+        identity, person_id = identity_from_json(grant.identity)
+        upstream = self.upstream()
+        token = self.seal.open(grant.upstream_token, identity.issuer, identity.subject)
+        try:
+            if upstream is None or upstream.provider.issuer != identity.issuer:
+                raise GrantRefused(f"this server no longer signs people in through {identity.issuer}")
+            if token is None:
+                raise GrantRefused(f"the sign-in of {identity.principal} cannot be checked again: sign in again")
+            try:
+                fresh, kept = await upstream.refresh(token, identity)
+            except UpstreamRefused as refused:
+                raise GrantRefused(str(refused)) from None
+        except GrantRefused as refused:
+            await anyio.to_thread.run_sync(self.revoke, grant.grant_id, str(refused))
+            raise
+        except UpstreamError as failed:
+            raise GrantRefused(f"{failed}: try again later") from None
+        sealed = self.sealed_upstream_token(fresh, kept)
+        await anyio.to_thread.run_sync(
+            self.store.reidentify_grant, grant.grant_id, identity_json(fresh, person_id), sealed
+        )
+        return fresh
+
     def current_identity(self, grant: GrantRow) -> Identity:
         """The grant's person as they are now: an account on this host is read again (groups, disabled)."""
         identity, person_id = identity_from_json(grant.identity)
@@ -121,8 +169,16 @@ class SignInService:
             raise GrantRefused(f"the account of {identity.principal} is disabled")
         return identity_of(person, identity.issuer)
 
-    def consent(self, request: PendingRequest, identity: Identity, person_id: str | None, workspace: str) -> str:
-        """Records the person's consent as a grant and returns the authorization code (once, never kept)."""
+    def consent(
+        self,
+        request: PendingRequest,
+        identity: Identity,
+        person_id: str | None,
+        workspace: str,
+        upstream_token: str | None = None,
+    ) -> str:
+        """Records the person's consent as a grant and returns the authorization code (once, never kept).
+        `upstream_token`: the provider's refresh token from the sign-in, sealed."""
         access = self.decide(identity)
         if workspace not in access.workspaces:
             raise GrantRefused(f"the access rules do not give {identity.principal} the workspace {workspace}")
@@ -139,6 +195,7 @@ class SignInService:
             resource=request.resource,
             created_at_ms=now,
             expires_at_ms=now + access.refresh_lifetime_s * 1000,
+            upstream_token=upstream_token,
         )
         self.store.add_grant(grant)
         code = secrets.token_urlsafe(32)
@@ -182,11 +239,14 @@ class SignInService:
             return None
         return row, grant
 
-    def tokens(self, grant: GrantRow, scopes: tuple[str, ...] | None = None) -> Tokens:
-        """A fresh access token and refresh token for the grant, as the rules decide now. GrantRefused (and
-        the grant revoked) when they no longer admit the person or their workspace."""
+    def tokens(
+        self, grant: GrantRow, scopes: tuple[str, ...] | None = None, identity: Identity | None = None
+    ) -> Tokens:
+        """A fresh access token and refresh token for the grant, as the rules decide now about the person
+        (`identity` when the provider was just asked). GrantRefused (and the grant revoked) when they no
+        longer admit the person or their workspace."""
         try:
-            identity = self.current_identity(grant)
+            identity = identity or self.current_identity(grant)
             access = self.decide(identity)
             if grant.workspace not in access.workspaces:
                 raise GrantRefused(f"the access rules no longer give {identity.principal} this workspace")

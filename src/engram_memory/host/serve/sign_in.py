@@ -16,9 +16,10 @@ from engram_memory.engine.engine import Engine
 from engram_memory.host.access.rules import AccessRules
 from engram_memory.host.access.rules_file import AccessRulesError, read_access_rules
 from engram_memory.host.compose import open_vault
-from engram_memory.host.keys.files import load_signing_key
+from engram_memory.host.keys.files import load_signing_key, upstream_token_key
 from engram_memory.host.oauth.resource_server import ExternalTokens, TrustError, discover
 from engram_memory.host.oauth.routes import authorization_routes
+from engram_memory.host.oauth.sealed_tokens import TokenSeal
 from engram_memory.host.oauth.service import ISSUED_BY, SignInService, SignInSettings
 from engram_memory.host.outbound import https_or_loopback, on_loopback, tls_context
 from engram_memory.host.serve.http import SignIn
@@ -54,6 +55,7 @@ def sign_in_for(paths: HostPaths, public_url: str, owner: Engine) -> Iterator[Si
             owner.record_binding,
             lambda token_id: _revoke(owner, token_id),
             lambda: int(time.time() * 1000),
+            TokenSeal(upstream_token_key(paths)),
         )
         authorization = Authorization(issuer=issuer, resource=issuer + MCP_PATH, revoked=owner.is_revoked)
         secure = issuer.startswith("https://")

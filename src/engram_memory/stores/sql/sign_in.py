@@ -24,11 +24,11 @@ _PERSON = (
 _CLIENT = "client_id, metadata, secret_digest, source, registered_at_ms, revoked_at_ms"
 _GRANT = (
     "grant_id, client_id, principal, identity, workspace, scopes, resource, created_at_ms, expires_at_ms,"
-    " revoked_at_ms, revoked_reason"
+    " revoked_at_ms, revoked_reason, upstream_token"
 )
 _CODE = "code_digest, grant_id, redirect_uri, redirect_uri_explicit, code_challenge, expires_at_ms, used_at_ms"
 _REFRESH = "token_digest, grant_id, issued_at_ms, expires_at_ms, used_at_ms"
-_SESSION = "session_digest, identity, created_at_ms, expires_at_ms"
+_SESSION = "session_digest, identity, created_at_ms, expires_at_ms, upstream_token"
 
 
 def _marks(columns: str) -> str:
@@ -91,6 +91,7 @@ def _grant(row: Sequence[Any]) -> GrantRow:
         expires_at_ms=int(row[8]),
         revoked_at_ms=_int(row[9]),
         revoked_reason=None if row[10] is None else str(row[10]),
+        upstream_token=None if row[11] is None else str(row[11]),
     )
 
 
@@ -203,6 +204,7 @@ class SqlSignInStore:
             row.expires_at_ms,
             row.revoked_at_ms,
             row.revoked_reason,
+            row.upstream_token,
         )
         with self._tx() as db:
             db.execute(f"INSERT INTO oauth_grants ({_GRANT}) VALUES ({_marks(_GRANT)})", values)  # noqa: S608
@@ -211,6 +213,13 @@ class SqlSignInStore:
         with self._tx() as db:
             found = db.execute(f"SELECT {_GRANT} FROM oauth_grants WHERE grant_id = ?", (grant_id,)).fetchone()  # noqa: S608
         return None if found is None else _grant(found)
+
+    def reidentify_grant(self, grant_id: str, identity: str, upstream_token: str | None) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE oauth_grants SET identity = ?, upstream_token = ? WHERE grant_id = ?",
+                (identity, upstream_token, grant_id),
+            )
 
     def grants(self, *, principal: str | None = None) -> list[GrantRow]:
         with self._tx() as db:
@@ -290,7 +299,7 @@ class SqlSignInStore:
 
     # -- browser sessions --------------------------------------------------------------------------
     def add_session(self, row: SessionRow) -> None:
-        values = (row.session_digest, row.identity, row.created_at_ms, row.expires_at_ms)
+        values = (row.session_digest, row.identity, row.created_at_ms, row.expires_at_ms, row.upstream_token)
         with self._tx() as db:
             db.execute(f"INSERT INTO sign_in_sessions ({_SESSION}) VALUES ({_marks(_SESSION)})", values)  # noqa: S608
 
@@ -302,7 +311,8 @@ class SqlSignInStore:
             ).fetchone()
         if found is None:
             return None
-        return SessionRow(str(found[0]), str(found[1]), int(found[2]), int(found[3]))
+        upstream = None if found[4] is None else str(found[4])
+        return SessionRow(str(found[0]), str(found[1]), int(found[2]), int(found[3]), upstream)
 
     def end_session(self, session_digest: str) -> None:
         with self._tx() as db:
