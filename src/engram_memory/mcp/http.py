@@ -6,6 +6,7 @@ DNS-rebinding protection when the server listens on a loopback address.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -34,6 +35,7 @@ from engram_memory.contract.errors import ProtocolFault, trusted_context_unavail
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.mcp.addresses import is_loopback
+from engram_memory.mcp.step_up import CouldHave, StepUp
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +61,8 @@ class Authorization:
     revoked: Callable[[str], bool]
     # Resource-server mode: the binding a token from that (other) issuer stands for, or None.
     external: Callable[[str], Binding | None] | None = None
+    # The tools the access rules give the person behind an OAuth binding now (scope step-up: step_up.py).
+    could_have: CouldHave | None = None
 
 
 class BindingAccessToken(AccessToken):
@@ -172,6 +176,15 @@ class ResourceMetadata:
 _INVALID = "the token was not signed by this host, or has expired or was revoked"
 
 
+def bearer_challenge(scope: Scope, *, metadata_published: bool) -> str:
+    """`WWW-Authenticate: Bearer` with this server's realm, and its RFC 9728 metadata when it publishes one."""
+    challenge = f'Bearer realm="{REALM}"'
+    origin = _origin(scope)
+    if origin is not None and metadata_published:
+        challenge += f', resource_metadata="{origin}{RESOURCE_METADATA_PATH}{MCP_PATH}"'
+    return challenge
+
+
 class RequireBinding:
     """Answers a request without a verified binding before it reaches the MCP transport.
 
@@ -190,10 +203,7 @@ class RequireBinding:
             await self.app(scope, receive, send)
             return
         presented = any(name == b"authorization" for name, _ in scope.get("headers", []))
-        challenge = f'Bearer realm="{REALM}"'
-        origin = _origin(scope)
-        if origin is not None and self._metadata:
-            challenge += f', resource_metadata="{origin}{RESOURCE_METADATA_PATH}{MCP_PATH}"'
+        challenge = bearer_challenge(scope, metadata_published=self._metadata)
         if presented:  # RFC 6750 §3.1: only a presented token is "invalid"; a missing one just gets the challenge
             challenge += ', error="invalid_token", error_description="' + _INVALID + '"'
         await send(
@@ -256,8 +266,12 @@ def build_http_app(
     ]
     metadata = ResourceMetadata(authorization)
     published = authorization is not None
+    app: ASGIApp = StreamableHTTPASGIApp(manager)
+    if authorization is not None and authorization.could_have is not None:
+        challenge = functools.partial(bearer_challenge, metadata_published=True)
+        app = StepUp(app, authorization.could_have, challenge, MAX_REQUEST_BODY_BYTES)
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=RequireBinding(StreamableHTTPASGIApp(manager), metadata_published=published)),
+        Route(MCP_PATH, endpoint=RequireBinding(app, metadata_published=published)),
         # RFC 9728 §3.1: the metadata of the resource /mcp sits at the well-known path plus /mcp; some clients
         # probe the bare well-known path first.
         Route(RESOURCE_METADATA_PATH + MCP_PATH, endpoint=metadata, methods=["GET", "HEAD"]),

@@ -163,3 +163,18 @@ def test_the_metadata_names_the_trusted_issuer_and_no_sign_in_runs_here(trusting
     assert metadata["authorization_servers"] == [issuer.url] and metadata["resource"] == trusting.url
     assert httpx.get(origin + "/.well-known/oauth-authorization-server", timeout=30).status_code == 404
     assert httpx.get(origin + "/authorize", timeout=30).status_code == 404
+
+
+def test_a_token_scoped_below_what_the_rules_give_is_asked_to_step_up(trusting: HttpServer, issuer: Issuer) -> None:
+    narrowed = issuer.token(trusting.url, email="alice@acme.com", groups=["eng"], scope="engram_memory_search")
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {narrowed}"}
+
+    def call(name: str) -> httpx.Response:
+        request = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+        return httpx.post(trusting.url, json=request, headers=headers, timeout=30)
+
+    capture = call("engram_memory_capture")  # the rules give it; the token's scope does not
+    assert capture.status_code == 403
+    assert 'scope="engram_memory_capture engram_memory_search"' in capture.headers["www-authenticate"]
+    forget = call("engram_memory_forget")  # the rules do not give it: the contract's answer
+    assert forget.status_code == 200 and forget.json()["error"]["message"] == "Unknown tool"

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import ssl
+import threading
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ LEEWAY_S = 30
 # A token with a key id not seen yet makes the JWKS be fetched again, at most this often (a flood of made-up
 # key ids must not become a flood of fetches): a rotated key is accepted within this long of its first use.
 KEY_REFRESH_COOLDOWN_S = 30.0
+MAX_REMEMBERED = 4096  # tokens whose verdict (and the tools their person could have) is kept
 
 
 class TrustError(Exception):
@@ -90,6 +92,8 @@ class ExternalTokens:
     ) -> None:
         self.trusted = trusted
         self._rules = rules
+        self._could: dict[str, frozenset[str]] = {}  # token id -> the tools the rules give its person
+        self._could_lock = threading.Lock()
         self._keys = jwt.PyJWKClient(
             trusted.jwks_uri,
             cache_keys=True,
@@ -128,8 +132,13 @@ class ExternalTokens:
         iat = claims.get("iat")
         issued_at = iat if isinstance(iat, int) and not isinstance(iat, bool) else expires - 1
         expires_at_ms = min(expires, issued_at + access.access_lifetime_s) * 1000
+        token_id = "ext_" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:24]
+        with self._could_lock:
+            self._could[token_id] = frozenset(access.grants)
+            while len(self._could) > MAX_REMEMBERED:
+                del self._could[next(iter(self._could))]
         return Binding(
-            token_id="ext_" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:24],
+            token_id=token_id,
             tenant=access.tenant,
             workspace=access.workspaces[0],
             principal=identity.principal,
@@ -143,6 +152,11 @@ class ExternalTokens:
             trust_class=access.trust_class,
             resource=self.trusted.audience,
         )
+
+    def could_have(self, binding: Binding) -> frozenset[str]:
+        """The tools the rules gave the token's person, before its scope narrowed them (scope step-up)."""
+        with self._could_lock:
+            return self._could.get(binding.token_id, frozenset())
 
 
 def _text(value: object) -> str | None:

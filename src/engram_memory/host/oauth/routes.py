@@ -20,13 +20,14 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.shared.auth import OAuthMetadata
 from pydantic import AnyHttpUrl
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.host.oauth.client_documents import is_document_id
 from engram_memory.host.oauth.pages import SignInPages, message_page
 from engram_memory.host.oauth.provider import HostAuthorizationProvider
 from engram_memory.host.oauth.service import SignInService
+from engram_memory.mcp.asgi_bodies import read_body, replayed
 
 METADATA_PATH = "/.well-known/oauth-authorization-server"
 REGISTRATION_PATH = "/register"
@@ -47,7 +48,9 @@ class RewrittenBody:
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        await self.app(scope, _replay(self._rewrite(await _body(receive))), send)
+        body, more = await read_body(receive, MAX_REGISTRATION_BYTES)
+        # An oversized body goes on unchanged, for the SDK's handler to refuse.
+        await self.app(scope, replayed(body if more else self._rewrite(body), more, receive), send)
 
 
 def _with_empty_secret(body: bytes) -> bytes:
@@ -56,29 +59,6 @@ def _with_empty_secret(body: bytes) -> bytes:
     if b"client_secret=" in body or len(body) > MAX_REGISTRATION_BYTES:
         return body
     return body + (b"&client_secret=" if body else b"client_secret=")
-
-
-async def _body(receive: Receive) -> bytes:
-    body = b""
-    more = True
-    while more:
-        message = await receive()
-        body += message.get("body", b"")
-        more = bool(message.get("more_body")) and len(body) <= MAX_REGISTRATION_BYTES
-    return body
-
-
-def _replay(body: bytes) -> Receive:
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive
 
 
 class ReadableDocument:

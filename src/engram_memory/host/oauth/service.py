@@ -169,6 +169,18 @@ class SignInService:
             raise GrantRefused(f"the account of {identity.principal} is disabled")
         return identity_of(person, identity.issuer)
 
+    def could_have(self, binding: Binding) -> frozenset[str]:
+        """The tools the rules give the person behind one of this server's access tokens now, for its
+        grant's workspace (scope step-up); none for a grant that ended or a person no longer admitted."""
+        grant = self.store.grant(binding.session)
+        if grant is None or grant.revoked_at_ms is not None or grant.client_id != binding.agent_id:
+            return frozenset()
+        try:
+            access = self.decide(self.current_identity(grant))
+        except GrantRefused:
+            return frozenset()
+        return frozenset(access.grants) if grant.workspace in access.workspaces else frozenset()
+
     def consent(
         self,
         request: PendingRequest,

@@ -17,7 +17,7 @@ from engram_memory.host.access.rules import AccessRules
 from engram_memory.host.access.rules_file import AccessRulesError, read_access_rules
 from engram_memory.host.compose import open_vault
 from engram_memory.host.keys.files import load_signing_key, upstream_token_key
-from engram_memory.host.oauth.resource_server import ExternalTokens, TrustError, discover
+from engram_memory.host.oauth.resource_server import MAX_REMEMBERED, ExternalTokens, TrustError, discover
 from engram_memory.host.oauth.routes import authorization_routes
 from engram_memory.host.oauth.sealed_tokens import TokenSeal
 from engram_memory.host.oauth.service import ISSUED_BY, SignInService, SignInSettings
@@ -57,7 +57,9 @@ def sign_in_for(paths: HostPaths, public_url: str, owner: Engine) -> Iterator[Si
             lambda: int(time.time() * 1000),
             TokenSeal(upstream_token_key(paths)),
         )
-        authorization = Authorization(issuer=issuer, resource=issuer + MCP_PATH, revoked=owner.is_revoked)
+        authorization = Authorization(
+            issuer=issuer, resource=issuer + MCP_PATH, revoked=owner.is_revoked, could_have=service.could_have
+        )
         secure = issuer.startswith("https://")
         routes = authorization_routes(service, secure_cookie=secure, loopback=on_loopback(issuer))
         yield SignIn(routes=routes, authorization=authorization)
@@ -98,8 +100,12 @@ def trusting(paths: HostPaths, public_url: str, issuer: str, owner: Engine) -> I
     except TrustError as exc:
         raise SignInSetupError(str(exc)) from exc
     tokens = ExternalTokens(trusted, rules, context=context)
-    verdicts = functools.lru_cache(maxsize=4096)(tokens.binding)
+    verdicts = functools.lru_cache(maxsize=MAX_REMEMBERED)(tokens.binding)
     authorization = Authorization(
-        issuer=trusted.issuer, resource=trusted.audience, revoked=owner.is_revoked, external=verdicts
+        issuer=trusted.issuer,
+        resource=trusted.audience,
+        revoked=owner.is_revoked,
+        external=verdicts,
+        could_have=tokens.could_have,
     )
     yield SignIn(routes=(), authorization=authorization)
