@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from engram_memory.engine.ports.rows import IssuedBindingRow, RevocationRow
 from engram_memory.engine.ports.sign_in import ClientRow, CodeRow, GrantRow, PersonRow, RefreshRow, SessionRow
 from engram_memory.stores.postgres.vault import PostgresKeyVault
 from engram_memory.stores.sql.sign_in import SqlSignInStore
@@ -20,16 +21,21 @@ NOW = 1_800_000_000_000
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def sign_in(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlSignInStore]:
-    vault = (
+def vault(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteKeyVault | PostgresKeyVault]:
+    opened = (
         SQLiteKeyVault(tmp_path / "vault.db")
         if request.param == "sqlite"
         else PostgresKeyVault(request.getfixturevalue("pg_url"))
     )
     try:
-        yield vault.sign_in()
+        yield opened
     finally:
-        vault.close()
+        opened.close()
+
+
+@pytest.fixture
+def sign_in(vault: SQLiteKeyVault | PostgresKeyVault) -> SqlSignInStore:
+    return vault.sign_in()
 
 
 def _person(email: str = "alice@acme.com", **changes: object) -> PersonRow:
@@ -174,3 +180,48 @@ def test_a_provider_token_travels_from_session_to_grant_and_is_replaced_at_a_ref
     changed = sign_in.grant("grant-9")
     assert changed is not None and (changed.identity, changed.upstream_token) == ('{"groups":[]}', "sealed-2")
     assert sign_in.grant("grant-1") is None  # no other grant touched
+
+
+def _issued(
+    token_id: str, session: str, issued_at_ms: int, expires_at_ms: int, by: str = "sign-in"
+) -> IssuedBindingRow:
+    return IssuedBindingRow(
+        token_id,
+        "acme",
+        "team",
+        "p",
+        "client-1",
+        session,
+        "notes",
+        (),
+        False,
+        "standard",
+        issued_at_ms,
+        expires_at_ms,
+        by,
+    )
+
+
+def test_a_grants_spent_tokens_go_and_only_its_newest_is_listed(
+    vault: SQLiteKeyVault | PostgresKeyVault, sign_in: SqlSignInStore
+) -> None:
+    day = 86_400_000
+    for row in (
+        _issued("bind_spent", "grant-1", NOW - 3 * day, NOW - 2 * day),
+        _issued("bind_revoked", "grant-1", NOW - 3 * day + 1, NOW - 2 * day),
+        _issued("bind_recent", "grant-1", NOW - day // 2, NOW - day // 4),
+        _issued("bind_live", "grant-1", NOW, NOW + 600_000),
+        _issued("bind_other", "grant-2", NOW - 3 * day, NOW - 2 * day),
+        _issued("bind_by_hand", "grant-1", NOW - 3 * day, NOW - 2 * day, by="host:alice"),
+    ):
+        vault.record_issued(row)
+    vault.revoke(RevocationRow("bind_revoked", NOW - 2 * day, "host:alice"))
+    assert sign_in.forget_spent_tokens("grant-1", "sign-in", NOW - day) == 1
+    every = [issued.token_id for issued, _ in vault.issued(10)]
+    assert every == ["bind_live", "bind_recent", "bind_revoked", "bind_by_hand", "bind_other"]
+    folded = [issued.token_id for issued, _ in vault.issued(10, latest_only_for="sign-in")]
+    assert folded == ["bind_live", "bind_by_hand", "bind_other"]
+    assert [issued.token_id for issued, _ in vault.issued(2, latest_only_for="sign-in")] == [
+        "bind_live",
+        "bind_by_hand",
+    ]

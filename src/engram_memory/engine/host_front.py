@@ -223,9 +223,12 @@ class HostFront:
         """Keeps the claims of a binding the host just signed, for `bindings list` and `revoke`."""
         self.deps.vault.record_issued(issued)
 
-    def bindings(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
-        """The bindings this home issued, newest first, each with its revocation if it has one."""
-        return self.deps.vault.issued(limit)
+    def bindings(
+        self, limit: int, *, latest_only_for: str | None = None
+    ) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+        """The bindings this home issued, newest first, each with its revocation if it has one; those issued
+        by `latest_only_for` only as the newest of their session (one per refresh of a sign-in grant)."""
+        return self.deps.vault.issued(limit, latest_only_for=latest_only_for)
 
     # -- restore: settling what a backup cannot bring back -------------------------------------------
     def settle_shredded(self, *, decided_by: str, reason_ref: str) -> Settled:

@@ -24,6 +24,8 @@ ISSUER = "engram-memory/host"
 AUDIENCE = "engram-memory/mcp"
 CLAIMS_KEY = "engram"
 MAX_LIFETIME_S = 366 * 86_400
+# `issued_by` of the access tokens sign-in issues: one per refresh of a grant, listed as the grant's newest.
+SIGNED_IN = "sign-in"
 # What `bind` prints as a token id (contract/ids.new_token_id), for commands that take one back.
 TOKEN_ID_RE = re.compile(r"^bind_[a-z2-7]{16}$")
 _DURATION = re.compile(r"^([1-9][0-9]{0,8})([smhd]?)$")

@@ -80,7 +80,7 @@ def flow(server: HttpServer) -> Iterator[Flow]:
         opened.close()
 
 
-def test_tokens_work_and_refresh_rotates(flow: Flow) -> None:
+def test_tokens_work_and_refresh_rotates(home: HostPaths, flow: Flow) -> None:
     verifier, challenge = _pkce()
     tokens = flow.exchange(flow.code(challenge), verifier).json()
     assert tokens["token_type"] == "Bearer" and tokens["expires_in"] == 600
@@ -88,6 +88,13 @@ def test_tokens_work_and_refresh_rotates(flow: Flow) -> None:
     renewed = flow.refresh(tokens["refresh_token"]).json()
     assert renewed["refresh_token"] != tokens["refresh_token"]
     assert flow.list_tools(renewed["access_token"]).status_code == 200
+
+    def listed(*flags: str) -> list[object]:
+        every = json.loads(cli("bindings", "list", "--json", "--home", home.home, *flags).stdout)
+        return [item["token_id"] for item in every if item["agent_id"] == flow.client_id]
+
+    assert len(listed()) == 1  # one per grant: its newest token
+    assert len(listed("--every-token")) == 2
 
 
 def test_authorize_refuses_missing_or_plain_pkce_and_an_unregistered_redirect(flow: Flow) -> None:

@@ -126,6 +126,11 @@ class SignInStore(Protocol):
         """False when it was revoked already (the first reason stays)."""
         ...
 
+    def forget_spent_tokens(self, grant_id: str, issued_by: str, expired_before_ms: int) -> int:
+        """Drops the grant's access tokens (bindings `issued_by` with it as their session) that expired before
+        `expired_before_ms` and were not revoked; how many. A refresh issues one each time."""
+        ...
+
     def live_bindings(self, grant_id: str, now_ms: int) -> list[str]:
         """The token ids of the grant's access tokens (bindings issued with it as their session) that have
         not expired, revoked or not: what revoking the grant must revoke too."""

@@ -302,8 +302,11 @@ class KeyVault(Protocol):
         ...
 
     def was_issued(self, token_id: str) -> bool: ...
-    def issued(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
-        """The bindings on file, newest first, each with its revocation if it has one."""
+    def issued(
+        self, limit: int, *, latest_only_for: str | None = None
+    ) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+        """The bindings on file, newest first, each with its revocation if it has one; those issued by
+        `latest_only_for` only as the newest of their session."""
         ...
 
     def owners_created_before(self, at_ms: int, *, after: str = "", limit: int | None = None) -> list[str]:

@@ -21,7 +21,7 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine.ports.rows import IssuedBindingRow, RevocationRow
 from engram_memory.host.binding_file import BindingFileError, read_token_file, write_token_file
-from engram_memory.host.bindings import BindingError, issued_row_of, renewal_due, renewed, verify_binding
+from engram_memory.host.bindings import SIGNED_IN, BindingError, issued_row_of, renewal_due, renewed, verify_binding
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, say
 from engram_memory.host.compose import current_user
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
@@ -67,13 +67,20 @@ def binding_json(issued: IssuedBindingRow, revocation: RevocationRow | None, now
 
 def bindings_list(
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many, newest first.")] = 1000,
+    every_token: Annotated[
+        bool,
+        typer.Option(
+            "--every-token", help="Every access token sign-in issued, not only each grant's newest (one per refresh)."
+        ),
+    ] = False,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the bindings this home issued, newest first (never a token)."""
+    """List the bindings this home issued, newest first (never a token). Of the access tokens people's clients
+    got by signing in, only each grant's newest is listed (engram-memory access grants lists the grants)."""
     with opened_engine(home) as (engine, _paths):
         try:
-            found = engine.bindings(limit + 1)
+            found = engine.bindings(limit + 1, latest_only_for=None if every_token else SIGNED_IN)
         except ContractError as exc:
             fail(f"the store is unavailable ({exc.code.value})")
     now_ms = int(time.time() * 1000)

@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from engram_memory.engine.host_front import UnknownBinding
 from engram_memory.engine.ports.rows import IssuedBindingRow
-from engram_memory.host.bindings import TOKEN_ID_RE, renewal_due
+from engram_memory.host.bindings import SIGNED_IN, TOKEN_ID_RE, renewal_due
 from engram_memory.host.console.context import console_of, text_field
 from engram_memory.host.console.views import after_decision, render
 
@@ -18,7 +18,7 @@ SHOWN = 500
 
 
 def bindings_page(request: Request) -> Response:
-    found = console_of(request).engine.bindings(SHOWN + 1)
+    found = console_of(request).engine.bindings(SHOWN + 1, latest_only_for=SIGNED_IN)
     now_ms = int(time.time() * 1000)
     rows = [
         (issued, revocation, _status(issued, revocation is not None, now_ms)) for issued, revocation in found[:SHOWN]

@@ -24,13 +24,16 @@ from engram_memory.engine.ports.sign_in import CodeRow, GrantRow, RefreshRow, Si
 from engram_memory.host.access.people import digest, identity_of
 from engram_memory.host.access.rules import Access, AccessRules, Identity, IdentityProvider
 from engram_memory.host.access.rules_file import AccessRulesError
-from engram_memory.host.bindings import issue_binding, issued_row_of
+from engram_memory.host.bindings import SIGNED_IN, issue_binding, issued_row_of
 from engram_memory.host.oauth.pending import PendingRequest
 from engram_memory.host.oauth.sealed_tokens import TokenSeal
 from engram_memory.host.oauth.upstream import CALLBACK_PATH, Upstream, UpstreamError, UpstreamRefused
 
 CODE_LIFETIME_MS = 60_000
-ISSUED_BY = "sign-in"
+ISSUED_BY = SIGNED_IN
+# A grant's access tokens stay in `bindings list --every-token` this long after they expire, then go at its
+# next refresh (the grant itself, `access grants`, is the lasting record).
+SPENT_TOKENS_KEPT_MS = 86_400_000
 
 
 class GrantRefused(Exception):
@@ -284,6 +287,7 @@ class SignInService:
             resource=grant.resource,
         )
         self._record(issued_row_of(issued.binding, issued_by=ISSUED_BY))
+        self.store.forget_spent_tokens(grant.grant_id, ISSUED_BY, now - SPENT_TOKENS_KEPT_MS)
         refresh = secrets.token_urlsafe(32)
         ends = min(grant.expires_at_ms, now + access.refresh_lifetime_s * 1000)
         self.store.add_refresh(RefreshRow(digest(refresh), grant.grant_id, now, ends))

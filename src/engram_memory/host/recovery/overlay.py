@@ -83,8 +83,10 @@ class RestoringVault:
     def was_issued(self, token_id: str) -> bool:
         return any(row.token_id == token_id for row in self._carried.issued) or self._home.was_issued(token_id)
 
-    def issued(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
-        return self._home.issued(limit)
+    def issued(
+        self, limit: int, *, latest_only_for: str | None = None
+    ) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+        return self._home.issued(limit, latest_only_for=latest_only_for)
 
     def owners_created_before(self, at_ms: int, *, after: str = "", limit: int | None = None) -> list[str]:
         carried = {owner for owner, held in self._keys.items() if held.created_at_ms < at_ms and owner > after}

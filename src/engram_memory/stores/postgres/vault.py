@@ -22,7 +22,7 @@ from engram_memory.stores.postgres.connection import Connection, PsycopgConnecti
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import VAULT_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.store import CONNECT_TIMEOUT_S, SchemaNotCurrent
-from engram_memory.stores.sql.issued import INSERT_ISSUED, ISSUED_NEWEST_FIRST, WAS_ISSUED, issued_row, issued_values
+from engram_memory.stores.sql.issued import INSERT_ISSUED, WAS_ISSUED, issued_query, issued_row, issued_values
 from engram_memory.stores.sql.sign_in import SqlSignInStore
 from engram_memory.stores.sql.vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
 from engram_memory.stores.sql.vault_image import adopt_image, read_image
@@ -332,9 +332,11 @@ class PostgresKeyVault:
         with self._tx() as db:
             return db.execute(WAS_ISSUED, (token_id,)).fetchone() is not None
 
-    def issued(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+    def issued(
+        self, limit: int, *, latest_only_for: str | None = None
+    ) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
         with self._tx() as db:
-            rows = db.execute(ISSUED_NEWEST_FIRST, (limit,)).fetchall()
+            rows = db.execute(*issued_query(limit, latest_only_for)).fetchall()
         return [issued_row(row) for row in rows]
 
     def counts(self) -> VaultCounts:

@@ -21,6 +21,21 @@ ISSUED_NEWEST_FIRST = (
     " FROM issued_bindings AS b LEFT JOIN revocations AS r ON r.token_id = b.token_id"
     " ORDER BY b.issued_at_ms DESC, b.token_id LIMIT ?"
 )
+# The same, where the bindings one issuer (sign-in: one per refresh) made appear only as the newest of their
+# session; parameters: that issuer, the limit.
+ISSUED_NEWEST_FIRST_FOLDED = ISSUED_NEWEST_FIRST.replace(
+    " ORDER BY",
+    " WHERE b.issued_by <> ? OR NOT EXISTS (SELECT 1 FROM issued_bindings AS n"
+    " WHERE n.session = b.session AND n.issued_by = b.issued_by"
+    " AND (n.issued_at_ms > b.issued_at_ms OR (n.issued_at_ms = b.issued_at_ms AND n.token_id > b.token_id)))"
+    " ORDER BY",
+)
+
+
+def issued_query(limit: int, latest_only_for: str | None) -> tuple[str, tuple[object, ...]]:
+    if latest_only_for is None:
+        return ISSUED_NEWEST_FIRST, (limit,)
+    return ISSUED_NEWEST_FIRST_FOLDED, (latest_only_for, limit)
 
 
 def issued_values(row: IssuedBindingRow) -> tuple[object, ...]:

@@ -243,6 +243,15 @@ class SqlSignInStore:
                 == 1
             )
 
+    def forget_spent_tokens(self, grant_id: str, issued_by: str, expired_before_ms: int) -> int:
+        with self._tx() as db:
+            done = db.execute(
+                "DELETE FROM issued_bindings WHERE session = ? AND issued_by = ? AND expires_at_ms < ?"
+                " AND NOT EXISTS (SELECT 1 FROM revocations AS r WHERE r.token_id = issued_bindings.token_id)",
+                (grant_id, issued_by, expired_before_ms),
+            )
+            return int(done.rowcount)
+
     def live_bindings(self, grant_id: str, now_ms: int) -> list[str]:
         with self._tx() as db:
             rows = db.execute(

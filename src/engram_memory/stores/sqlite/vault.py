@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engram_memory.engine.ports.store import IssuedBindingRow, RevocationRow, Scope, WrappedKey
-from engram_memory.stores.sql.issued import INSERT_ISSUED, ISSUED_NEWEST_FIRST, WAS_ISSUED, issued_row, issued_values
+from engram_memory.stores.sql.issued import INSERT_ISSUED, WAS_ISSUED, issued_query, issued_row, issued_values
 from engram_memory.stores.sql.sign_in import SqlSignInStore
 from engram_memory.stores.sql.vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
 from engram_memory.stores.sql.vault_image import adopt_image, read_image
@@ -275,10 +275,12 @@ class SQLiteKeyVault:
             db = self._db
             return db.execute(WAS_ISSUED, (token_id,)).fetchone() is not None
 
-    def issued(self, limit: int) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
+    def issued(
+        self, limit: int, *, latest_only_for: str | None = None
+    ) -> list[tuple[IssuedBindingRow, RevocationRow | None]]:
         with self._lock, SQLITE.translated():
             db = self._db
-            rows = db.execute(ISSUED_NEWEST_FIRST, (limit,)).fetchall()
+            rows = db.execute(*issued_query(limit, latest_only_for)).fetchall()
         return [issued_row(row) for row in rows]
 
     def counts(self) -> VaultCounts:
