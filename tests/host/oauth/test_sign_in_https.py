@@ -11,10 +11,12 @@ import threading
 from collections.abc import Iterator
 
 import anyio
+import httpx
 import pytest
 import trustme
 
 from engram_memory.host.settings import HostPaths
+from tests.host.clirun import cli
 from tests.support.http_agents import HttpServer
 from tests.support.sign_in import CALLBACK, Memory, agent_session, free_port, signed_in_binding
 
@@ -107,6 +109,11 @@ def test_a_client_known_by_its_metadata_document_signs_in_over_https(
     binding = signed_in_binding(paths, document)  # no registration: the document's URL is the client id
     assert (binding["tenant"], binding["workspace"], binding["principal"]) == ("acme", "team", "alice@acme.com")
     assert storage.client is not None and str(storage.client.client_id) == document
+    # Turned away by the host, the document's client cannot come back, whatever its document says.
+    assert cli("access", "revoke-client", document, "--home", paths.home).code == 0
+    query = {"response_type": "code", "client_id": document, "redirect_uri": CALLBACK, "code_challenge": "x" * 43}
+    again = httpx.get(f"{server.url.removesuffix('/mcp')}/authorize", params=query, verify=_trusting(authority))
+    assert again.status_code == 400 and "not found" in again.text
 
 
 def test_a_registered_client_signs_in_over_https(site: tuple[HostPaths, HttpServer], authority: trustme.CA) -> None:

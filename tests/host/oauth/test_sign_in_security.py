@@ -20,7 +20,7 @@ from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import cli
 from tests.support.http_agents import HttpServer
-from tests.support.sign_in import CALLBACK, PASSWORD, Browser, hidden
+from tests.support.sign_in import CALLBACK, PASSWORD, Browser, hidden, signed_in_binding
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
@@ -161,25 +161,49 @@ def test_a_wrong_password_signs_nobody_in(flow: Flow) -> None:
     assert consent.status_code == 303 and consent.headers["location"].startswith("/sign-in")
 
 
-def test_a_token_for_another_endpoint_or_expired_is_refused_with_401(home: HostPaths, flow: Flow) -> None:
+def test_a_token_for_another_endpoint_or_expired_is_refused_with_401_and_refresh_works(
+    home: HostPaths, flow: Flow
+) -> None:
+    verifier, challenge = _pkce()
+    tokens = flow.exchange(flow.code(challenge), verifier).json()
+    grant_id = str(signed_in_binding(home, flow.client_id)["session"])
     key = load_signing_key(home)
     common = {
         "tenant": "acme",
         "workspace": "team",
         "principal": "alice@acme.com",
         "agent_id": flow.client_id,
-        "session": "grant_x",
+        "session": grant_id,
         "purpose_ref": "team-notes",
         "grants": frozenset({"engram_memory_search"}),
         "confirm_mutations": False,
     }
     elsewhere = issue_binding(key, **common, lifetime_s=600, now_s=int(time.time()), resource="https://other/mcp")
-    expired = issue_binding(key, **common, lifetime_s=60, now_s=int(time.time()) - 3600, resource=flow.mcp)
+    # What the grant's own access token is once its ten minutes are up.
+    expired = issue_binding(key, **common, lifetime_s=600, now_s=int(time.time()) - 3600, resource=flow.mcp)
     for token in (elsewhere.token, expired.token):
         answer = flow.list_tools(token)
         assert answer.status_code == 401
         assert 'error="invalid_token"' in answer.headers["www-authenticate"]
         assert "resource_metadata=" in answer.headers["www-authenticate"]
+    renewed = flow.refresh(tokens["refresh_token"])
+    assert renewed.status_code == 200, renewed.text
+    assert flow.list_tools(renewed.json()["access_token"]).status_code == 200
+
+
+def test_a_revoked_client_is_turned_away_and_its_grants_end(home: HostPaths, flow: Flow) -> None:
+    verifier, challenge = _pkce()
+    tokens = flow.exchange(flow.code(challenge), verifier).json()
+    revoked = cli("access", "revoke-client", flow.client_id, "--home", home.home)
+    assert revoked.code == 0 and revoked.stdout.strip() == f"{flow.client_id}: revoked; 1 grant(s) ended"
+    assert flow.list_tools(tokens["access_token"]).status_code == 401
+    assert flow.refresh(tokens["refresh_token"]).json()["error"] in ("invalid_client", "invalid_grant")
+    verifier, challenge = _pkce()
+    assert flow.http.get(flow.authorize_url(challenge)).status_code == 400  # nobody signs in to it any more
+    again = cli("access", "revoke-client", flow.client_id, "--home", home.home)
+    assert again.stdout.strip() == f"{flow.client_id}: was revoked already; 0 grant(s) ended"
+    unknown = cli("access", "revoke-client", "no-such-client", "--home", home.home)
+    assert unknown.code != 0 and "no client no-such-client" in unknown.stderr
 
 
 def test_revoking_a_refresh_token_ends_the_grant(flow: Flow) -> None:

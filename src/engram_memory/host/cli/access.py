@@ -18,6 +18,7 @@ import typer
 
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import Tool
+from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.sign_in import GrantRow, SignInStore
 from engram_memory.host.access.rules import Decision, Identity
 from engram_memory.host.access.rules_file import EXAMPLE_ACCESS_TOML, AccessRulesError, read_access_rules
@@ -38,6 +39,7 @@ def register(app: typer.Typer) -> None:
     access_app.command("grants")(access_grants)
     access_app.command("revoke")(access_revoke)
     access_app.command("add-client")(access_add_client)
+    access_app.command("revoke-client")(access_revoke_client)
 
 
 def decision_json(identity: Identity, decision: Decision) -> dict[str, Any]:
@@ -171,11 +173,36 @@ def access_revoke(
         grant = store.grant(grant_id)
         if grant is None:
             fail(f"no grant {grant_id} (engram-memory access grants lists them)")
-        now_ms = int(time.time() * 1000)
-        first = store.revoke_grant(grant_id, now_ms, f"revoked by {current_user()}")
-        for token_id in store.live_bindings(grant_id, now_ms):
-            engine.revoke_token(token_id, revoked_by=current_user())
+        first = _end_grant(engine, store, grant_id, f"revoked by {current_user()}")
     say(f"{grant_id}: {'revoked' if first else 'was revoked already'}; its client must sign in again")
+
+
+def access_revoke_client(
+    client_id: Annotated[str, typer.Argument(help="A client id (engram-memory access grants shows them).")],
+    home: HomeOption = None,
+) -> None:
+    """Turn a client away: nobody can sign in to it any more, and every grant it holds ends (refresh tokens
+    and live access tokens). For a client that is lost, leaked or unwanted."""
+    with opened_engine(home) as (engine, paths), opened_sign_in(paths) as store:
+        if store.client(client_id) is None:
+            fail(f"no client {client_id} (engram-memory access grants shows the clients people let in)")
+        first = store.revoke_client(client_id, int(time.time() * 1000))
+        reason = f"its client was revoked by {current_user()}"
+        ended = 0
+        for grant in store.grants():
+            if grant.client_id == client_id and _end_grant(engine, store, grant.grant_id, reason):
+                ended += 1
+    state = "revoked" if first else "was revoked already"
+    say(f"{client_id}: {state}; {ended} grant(s) ended")
+
+
+def _end_grant(engine: Engine, store: SignInStore, grant_id: str, reason: str) -> bool:
+    """Revokes the grant and its live access tokens; False when it was revoked already."""
+    now_ms = int(time.time() * 1000)
+    first = store.revoke_grant(grant_id, now_ms, reason)
+    for token_id in store.live_bindings(grant_id, now_ms):
+        engine.revoke_token(token_id, revoked_by=current_user())
+    return first
 
 
 def access_add_client(

@@ -54,11 +54,18 @@ class HostAuthorizationProvider:
             return None
 
     async def _document_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        """A client known by its metadata document: fetched (kept ten minutes), never registered."""
+        """A client known by its metadata document: fetched (kept ten minutes), never registered; one the host
+        revoked is turned away whatever its document says."""
+        if await self.revoked(client_id):
+            return None
         known = self._documents.get(client_id)
         if known is None and await self.document_refusal(client_id) is None:
             known = self._documents.get(client_id)
         return known
+
+    async def revoked(self, client_id: str) -> bool:
+        row = await anyio.to_thread.run_sync(self.service.store.client, client_id)
+        return row is not None and row.revoked_at_ms is not None
 
     async def document_refusal(self, client_id: str) -> str | None:
         """Why the client's metadata document cannot be used (one sentence for the person), or None once it

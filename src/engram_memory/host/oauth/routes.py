@@ -73,7 +73,7 @@ class ReadableDocument:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") == "GET":
             client_id = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("client_id", [""])[0]
-            if is_document_id(client_id):
+            if is_document_id(client_id) and not await self._provider.revoked(client_id):
                 refusal = await self._provider.document_refusal(client_id)
                 if refusal is not None:
                     page = message_page("Cannot sign in to this app", _document_advice(client_id, refusal), 400)

@@ -185,6 +185,14 @@ class SqlSignInStore:
             elif str(known[0]) == "document" and row.source == "document":
                 db.execute("UPDATE oauth_clients SET metadata = ? WHERE client_id = ?", (row.metadata, row.client_id))
 
+    def revoke_client(self, client_id: str, at_ms: int) -> bool:
+        with self._tx() as db:
+            done = db.execute(
+                "UPDATE oauth_clients SET revoked_at_ms = ? WHERE client_id = ? AND revoked_at_ms IS NULL",
+                (at_ms, client_id),
+            )
+            return int(done.rowcount) == 1
+
     def client(self, client_id: str) -> ClientRow | None:
         with self._tx() as db:
             found = db.execute(f"SELECT {_CLIENT} FROM oauth_clients WHERE client_id = ?", (client_id,)).fetchone()  # noqa: S608
