@@ -12,10 +12,11 @@ from engram_memory.host.access.people import (
     PeopleError,
     add_person,
     digest,
+    disable_person,
+    enable_person,
     enrol,
     identity_of,
     new_enrolment,
-    set_disabled,
     set_groups,
     signed_in,
 )
@@ -74,13 +75,14 @@ def test_disabling_stops_sign_in_and_revokes_the_persons_grants(store: SignInSto
     enrol(store, enrolment.secret, PASSWORD, now_ms=NOW)
     store.put_client(ClientRow("client-1", "{}", None, "registered", NOW))
     store.add_grant(GrantRow("grant-1", "client-1", "dan@acme.com", "{}", "w", (), "r", NOW, NOW + 10**9))
-    set_disabled(store, "dan@acme.com", disabled=True, now_ms=NOW + 10)
+    revoked: list[str] = []
+    disable_person(store, "dan@acme.com", now_ms=NOW + 10, revoke_token=revoked.append)
     assert signed_in(store, "dan@acme.com", PASSWORD) is None
     grant = store.grant("grant-1")
     assert grant is not None and grant.revoked_reason == "the person's account was disabled"
     with pytest.raises(PeopleError, match="is disabled"):
         new_enrolment(store, "dan@acme.com", now_ms=NOW + 11)
-    set_disabled(store, "dan@acme.com", disabled=False, now_ms=NOW + 12)
+    enable_person(store, "dan@acme.com")
     assert signed_in(store, "dan@acme.com", PASSWORD) is not None
 
 

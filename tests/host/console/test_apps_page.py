@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from urllib.parse import unquote_plus
 
 from engram_memory.engine.ports.sign_in import ClientRow, GrantRow
 from engram_memory.host.bindings import issue_binding, issued_row_of
@@ -64,3 +65,20 @@ def test_revoking_what_is_not_a_grant_of_this_home_is_refused(signed_in: Site) -
         answer = signed_in.post("/apps/revoke", {"grant_id": grant_id, "confirmed": "yes"})
         assert answer.status_code == 303 and "Revoked" not in answer.headers["location"]
     assert signed_in.post("/apps/revoke", {"grant_id": GRANT}, csrf=False).status_code == 403
+
+
+def test_turning_a_client_away_asks_first_then_ends_its_grants_for_good(signed_in: Site) -> None:
+    token_id = _grant(signed_in)
+    asked = signed_in.post("/apps/turn-away", {"client_id": "client-1"})
+    assert asked.status_code == 200 and 'name="confirmed" value="yes"' in asked.text
+    assert not signed_in.engine.is_revoked(token_id)
+    done = signed_in.post("/apps/turn-away", {"client_id": "client-1", "confirmed": "yes"})
+    assert "1 grant(s) ended" in unquote_plus(done.headers["location"])
+    page = signed_in.client.get("/apps").text
+    assert "turned away" in page and "status-revoked" in page
+    assert signed_in.engine.is_revoked(token_id)
+    again = signed_in.post("/apps/turn-away", {"client_id": "client-1", "confirmed": "yes"})
+    assert "already" in again.headers["location"]
+    unknown = signed_in.post("/apps/turn-away", {"client_id": "client-2", "confirmed": "yes"})
+    assert "not a client" in unquote_plus(unknown.headers["location"])
+    assert signed_in.post("/apps/turn-away", {"client_id": "client-1"}, csrf=False).status_code == 403

@@ -237,6 +237,7 @@ def test_a_change_of_groups_or_a_disabled_account_takes_effect_at_the_next_refre
     verifier, challenge = _pkce()
     second = flow.exchange(flow.code(challenge, "dan@acme.com"), verifier).json()
     assert cli("people", "disable", "dan@acme.com", "--home", home.home).code == 0
+    assert flow.list_tools(second["access_token"]).status_code == 401  # at once, not at the next refresh
     assert flow.refresh(second["refresh_token"]).json()["error"] == "invalid_grant"
 
 

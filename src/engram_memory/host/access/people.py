@@ -12,12 +12,14 @@ import functools
 import hashlib
 import secrets
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from engram_memory.engine.ports.sign_in import PersonRow, SignInStore
+from engram_memory.host.access.ending import end_grant
 from engram_memory.host.access.rules import Identity
 
 DEFAULT_ENROLMENT_S = 7 * 86_400
@@ -118,14 +120,20 @@ def set_groups(store: SignInStore, email: str, groups: list[str]) -> PersonRow:
     return changed
 
 
-def set_disabled(store: SignInStore, email: str, *, disabled: bool, now_ms: int) -> PersonRow:
-    """Disabling also revokes every grant the person gave, so their clients' next refresh fails."""
+def disable_person(store: SignInStore, email: str, *, now_ms: int, revoke_token: Callable[[str], object]) -> PersonRow:
+    """Also ends every grant the person gave, with its live access tokens: their clients lose access at once."""
     person = _known(store, email)
-    changed = replace(person, disabled_at_ms=now_ms if disabled else None)
+    changed = replace(person, disabled_at_ms=now_ms)
     store.update_person(changed)
-    if disabled:
-        for grant in store.grants(principal=person.email):
-            store.revoke_grant(grant.grant_id, now_ms, "the person's account was disabled")
+    for grant in store.grants(principal=person.email):
+        end_grant(store, revoke_token, grant.grant_id, "the person's account was disabled", now_ms)
+    return changed
+
+
+def enable_person(store: SignInStore, email: str) -> PersonRow:
+    """Lets a disabled person sign in again; the grants they gave stay ended."""
+    changed = replace(_known(store, email), disabled_at_ms=None)
+    store.update_person(changed)
     return changed
 
 

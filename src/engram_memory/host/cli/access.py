@@ -18,11 +18,19 @@ import typer
 
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.tools import Tool
-from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.sign_in import GrantRow, SignInStore
+from engram_memory.host.access.ending import end_grant, turn_away
 from engram_memory.host.access.rules import Decision, Identity
 from engram_memory.host.access.rules_file import EXAMPLE_ACCESS_TOML, AccessRulesError, read_access_rules
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, opened_sign_in, say
+from engram_memory.host.cli.common import (
+    HomeOption,
+    JsonOption,
+    fail,
+    opened_engine,
+    opened_sign_in,
+    say,
+    token_revoker,
+)
 from engram_memory.host.compose import current_user
 from engram_memory.host.oauth.clients import ClientRefused, client_name, host_registered_client
 from engram_memory.host.settings import resolve_home
@@ -173,7 +181,7 @@ def access_revoke(
         grant = store.grant(grant_id)
         if grant is None:
             fail(f"no grant {grant_id} (engram-memory access grants lists them)")
-        first = _end_grant(engine, store, grant_id, f"revoked by {current_user()}")
+        first = end_grant(store, token_revoker(engine), grant_id, f"revoked by {current_user()}", _now_ms())
     say(f"{grant_id}: {'revoked' if first else 'was revoked already'}; its client must sign in again")
 
 
@@ -186,23 +194,14 @@ def access_revoke_client(
     with opened_engine(home) as (engine, paths), opened_sign_in(paths) as store:
         if store.client(client_id) is None:
             fail(f"no client {client_id} (engram-memory access grants shows the clients people let in)")
-        first = store.revoke_client(client_id, int(time.time() * 1000))
         reason = f"its client was revoked by {current_user()}"
-        ended = 0
-        for grant in store.grants():
-            if grant.client_id == client_id and _end_grant(engine, store, grant.grant_id, reason):
-                ended += 1
+        first, ended = turn_away(store, token_revoker(engine), client_id, reason, _now_ms())
     state = "revoked" if first else "was revoked already"
     say(f"{client_id}: {state}; {ended} grant(s) ended")
 
 
-def _end_grant(engine: Engine, store: SignInStore, grant_id: str, reason: str) -> bool:
-    """Revokes the grant and its live access tokens; False when it was revoked already."""
-    now_ms = int(time.time() * 1000)
-    first = store.revoke_grant(grant_id, now_ms, reason)
-    for token_id in store.live_bindings(grant_id, now_ms):
-        engine.revoke_token(token_id, revoked_by=current_user())
-    return first
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def access_add_client(

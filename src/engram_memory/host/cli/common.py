@@ -7,7 +7,7 @@ own faults (no home, bad key file, unavailable store) to such a line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import parse_instant
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.sign_in import SignInStore
-from engram_memory.host.compose import HomeError, open_engine, open_vault
+from engram_memory.host.compose import HomeError, current_user, open_engine, open_vault
 from engram_memory.host.keys.files import KeyFileError
 from engram_memory.host.settings import HOME_ENV, HostPaths, resolve_home
 from engram_memory.host.terminal import SafeConsole, inline
@@ -95,6 +95,12 @@ def opened_engine(home: Path | None) -> Iterator[tuple[Engine, HostPaths]]:
         fail(str(exc))
     except ContractError as exc:
         fail(f"the store is unavailable ({exc.code.value})")
+
+
+def token_revoker(engine: Engine) -> Callable[[str], object]:
+    """Revokes a binding by its token id in the name of the person running the command."""
+    person = current_user()
+    return lambda token_id: engine.revoke_token(token_id, revoked_by=person)
 
 
 @contextmanager

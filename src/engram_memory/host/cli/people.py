@@ -23,12 +23,21 @@ from engram_memory.host.access.people import (
     Enrolment,
     PeopleError,
     add_person,
+    disable_person,
+    enable_person,
     new_enrolment,
-    set_disabled,
     set_groups,
 )
 from engram_memory.host.bindings import BindingError, parse_duration
-from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_sign_in, say
+from engram_memory.host.cli.common import (
+    HomeOption,
+    JsonOption,
+    fail,
+    opened_engine,
+    opened_sign_in,
+    say,
+    token_revoker,
+)
 from engram_memory.host.compose import current_user
 from engram_memory.host.settings import resolve_home
 
@@ -164,14 +173,15 @@ def people_groups(
 
 
 def people_disable(email: Annotated[str, typer.Argument(help="The person's email.")], home: HomeOption = None) -> None:
-    """Stop a person signing in, and revoke every grant they gave (their clients' next refresh fails)."""
-    with _sign_in(home) as store:
-        person = set_disabled(store, email, disabled=True, now_ms=_now_ms())
-    say(f"{person.email}: disabled; their clients lose access at their next refresh")
+    """Stop a person signing in, and end every grant they gave with its live access tokens (their clients lose
+    access at once)."""
+    with opened_engine(home) as (engine, _paths), _sign_in(home) as store:
+        person = disable_person(store, email, now_ms=_now_ms(), revoke_token=token_revoker(engine))
+    say(f"{person.email}: disabled; their clients have lost access")
 
 
 def people_enable(email: Annotated[str, typer.Argument(help="The person's email.")], home: HomeOption = None) -> None:
     """Let a disabled person sign in again (the grants they gave stay revoked)."""
     with _sign_in(home) as store:
-        person = set_disabled(store, email, disabled=False, now_ms=_now_ms())
+        person = enable_person(store, email)
     say(f"{person.email}: enabled")

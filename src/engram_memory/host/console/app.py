@@ -69,6 +69,7 @@ def build_console(console: Console, sessions: ConsoleSessions) -> ConsoleGuard:
         Route("/bindings/revoke", action(bindings.bindings_revoke), methods=["POST"]),
         Route("/apps", page(apps.apps_page)),
         Route("/apps/revoke", action(apps.apps_revoke), methods=["POST"]),
+        Route("/apps/turn-away", action(apps.apps_turn_away), methods=["POST"]),
         Route("/audit", page(audit.audit_page)),
         Route("/health", page(health.health_page)),
         Route("/health/verify", action(health.health_verify), methods=["POST"]),

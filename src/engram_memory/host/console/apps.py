@@ -1,20 +1,24 @@
-"""Connected apps: the clients people let in when they signed in (their grants), and revoking one.
+"""Connected apps: the clients people let in when they signed in (their grants), revoking one, and turning
+a client away for good.
 
 Read from the vault's sign-in tables; revoking a grant ends its refresh tokens and revokes its live access
-tokens, so the client must sign its person in again.
+tokens, so the client must sign its person in again; turning a client away does so for every grant it
+holds, and nobody can sign in to it again.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
+from engram_memory.host.access.ending import end_grant, turn_away
 from engram_memory.host.compose import open_vault
-from engram_memory.host.console.context import console_of, text_field
+from engram_memory.host.console.context import Console, console_of, text_field
 from engram_memory.host.console.views import after_decision, render
 from engram_memory.host.oauth.clients import client_name
 
@@ -39,7 +43,8 @@ def apps_page(request: Request) -> Response:
         status = (
             "revoked" if grant.revoked_at_ms is not None else "ended" if grant.expires_at_ms <= now_ms else "active"
         )
-        rows.append((grant, name, status))
+        turned_away = row is not None and row.revoked_at_ms is not None
+        rows.append((grant, name, status, turned_away))
     return render(request, "apps.html", rows=rows, notice=request.query_params.get("notice"), active="apps")
 
 
@@ -55,12 +60,35 @@ def apps_revoke(request: Request, form: FormData) -> Response:
         store = vault.sign_in()
         if store.grant(grant_id) is None:
             return after_decision("/apps", f"This home has no grant {grant_id}.")
-        now_ms = int(time.time() * 1000)
-        first = store.revoke_grant(grant_id, now_ms, f"revoked by {console.decided_by}")
-        for token_id in store.live_bindings(grant_id, now_ms):
-            console.engine.revoke_token(token_id, revoked_by=console.decided_by)
+        reason = f"revoked by {console.decided_by}"
+        first = end_grant(store, _revoker(console), grant_id, reason, int(time.time() * 1000))
     finally:
         vault.close()
     if not first:
         return after_decision("/apps", f"{grant_id} was already revoked.")
     return after_decision("/apps", f"Revoked {grant_id}: its client must sign its person in again.")
+
+
+def apps_turn_away(request: Request, form: FormData) -> Response:
+    console = console_of(request)
+    client_id = text_field(form, "client_id", limit=2048)
+    if client_id is None:
+        return after_decision("/apps", "That is not a client of this home.")
+    vault = open_vault(console.paths)
+    try:
+        store = vault.sign_in()
+        if store.client(client_id) is None:
+            return after_decision("/apps", "That is not a client of this home.")
+        if form.get("confirmed") != "yes":
+            return render(request, "app_turn_away.html", client_id=client_id, active="apps")
+        reason = f"its client was revoked by {console.decided_by}"
+        first, ended = turn_away(store, _revoker(console), client_id, reason, int(time.time() * 1000))
+    finally:
+        vault.close()
+    if not first:
+        return after_decision("/apps", "That client was already turned away.")
+    return after_decision("/apps", f"Turned the client away: {ended} grant(s) ended.")
+
+
+def _revoker(console: Console) -> Callable[[str], object]:
+    return lambda token_id: console.engine.revoke_token(token_id, revoked_by=console.decided_by)

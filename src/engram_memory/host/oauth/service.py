@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from engram_memory.contract.binding import Binding
 from engram_memory.engine.ports.rows import IssuedBindingRow
 from engram_memory.engine.ports.sign_in import CodeRow, GrantRow, RefreshRow, SignInStore
+from engram_memory.host.access.ending import end_grant
 from engram_memory.host.access.people import digest, identity_of
 from engram_memory.host.access.rules import Access, AccessRules, Identity, IdentityProvider
 from engram_memory.host.access.rules_file import AccessRulesError
@@ -301,6 +302,4 @@ class SignInService:
 
     def revoke(self, grant_id: str, reason: str) -> None:
         """Ends the grant: its refresh tokens stop working and its live access tokens are revoked."""
-        self.store.revoke_grant(grant_id, self.now_ms(), reason)
-        for token_id in self.store.live_bindings(grant_id, self.now_ms()):
-            self._revoke_binding(token_id)
+        end_grant(self.store, self._revoke_binding, grant_id, reason, self.now_ms())
