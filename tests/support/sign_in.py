@@ -4,11 +4,14 @@ rules and enrolled people the tests share."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
+import secrets
 import socket
 import ssl
-from urllib.parse import parse_qs, urljoin, urlsplit
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import anyio
 import httpx
@@ -188,3 +191,54 @@ async def _signed_in_session(
             tools = sorted(tool.name for tool in (await client.list_tools()).tools)
             found = await client.call_tool("engram_memory_search", {"query": "deploys", "purpose_ref": "team-notes"})
     return {"tools": tools, "search": found.structured_content, "pages": [page.status_code for page in browser.pages]}
+
+
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    return verifier, challenge
+
+
+class Flow:
+    """A registered client driving the endpoints by hand (httpx), as an attacker or a careful test would."""
+
+    def __init__(self, server: HttpServer) -> None:
+        self.base = server.url.removesuffix("/mcp")
+        self.mcp = server.url
+        self.http = httpx.Client(base_url=self.base, follow_redirects=False, timeout=30)
+        registered = self.http.post("/register", json={"redirect_uris": [CALLBACK], "client_name": "Attacker?"})
+        assert registered.status_code == 201, registered.text
+        self.client_id = registered.json()["client_id"]
+
+    def close(self) -> None:
+        self.http.close()
+
+    def authorize_url(self, challenge: str | None, **extra: str) -> str:
+        query = {"response_type": "code", "client_id": self.client_id, "redirect_uri": CALLBACK, "state": "s"}
+        if challenge is not None:
+            query.update(code_challenge=challenge, code_challenge_method="S256")
+        query.update(extra)
+        return "/authorize?" + urlencode(query)
+
+    def code(self, challenge: str, email: str = "alice@acme.com") -> str:
+        with Browser(self.base) as browser:
+            answer = browser.authorize(self.authorize_url(challenge), email)
+        assert answer["iss"] == self.base and answer["state"] == "s"
+        return answer["code"]
+
+    def token(self, **form: str) -> httpx.Response:
+        return self.http.post("/token", data={"client_id": self.client_id, **form})
+
+    def exchange(self, code: str, verifier: str, redirect_uri: str = CALLBACK) -> httpx.Response:
+        return self.token(grant_type="authorization_code", code=code, code_verifier=verifier, redirect_uri=redirect_uri)
+
+    def refresh(self, refresh_token: str) -> httpx.Response:
+        return self.token(grant_type="refresh_token", refresh_token=refresh_token)
+
+    def list_tools(self, access_token: str) -> httpx.Response:
+        headers = {**MCP_HEADERS, "authorization": f"Bearer {access_token}"}
+        return self.http.post("/mcp", json=LIST_TOOLS, headers=headers)

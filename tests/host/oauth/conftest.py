@@ -11,7 +11,7 @@ import pytest
 from engram_memory.host.settings import HostPaths
 from tests.support.homes import STORES, home_on
 from tests.support.http_agents import HttpServer
-from tests.support.sign_in import PEOPLE, RULES, enrolled, free_port
+from tests.support.sign_in import PEOPLE, RULES, Flow, enrolled, free_port
 
 
 @pytest.fixture(scope="module", params=STORES)
@@ -29,3 +29,12 @@ def server(home: HostPaths, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     log = tmp_path_factory.mktemp("oauth-log") / "serve.log"
     with HttpServer(home.home, log, "--port", str(port), "--public-url", f"http://127.0.0.1:{port}") as running:
         yield running
+
+
+@pytest.fixture
+def flow(server: HttpServer) -> Iterator[Flow]:
+    opened = Flow(server)
+    try:
+        yield opened
+    finally:
+        opened.close()

@@ -205,4 +205,4 @@ def test_claude_code_signs_in_through_chromium_and_is_connected(
     assert binding["purpose_ref"] == "team-notes"
     # Claude Code asked for all six tools; the rules give four.
     tools = {"engram_memory_search", "engram_memory_get", "engram_memory_capture", "engram_memory_request_admission"}
-    assert set(binding["grants"]) == tools
+    assert isinstance(binding["grants"], list) and set(binding["grants"]) == tools

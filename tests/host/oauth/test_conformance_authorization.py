@@ -79,5 +79,5 @@ def test_the_authorization_scenarios_of_the_official_suite_pass(server: HttpServ
     assert {"authorization-server-metadata", "authorization-server-metadata-cimd", "authorization-code-grant"} <= set(
         outcomes
     ), sorted(outcomes)
-    for identifier, checks in outcomes.items():
-        assert all(check["status"] == "SUCCESS" for check in checks), (identifier, checks)
+    for identifier, found in outcomes.items():
+        assert all(check["status"] == "SUCCESS" for check in found), (identifier, found)

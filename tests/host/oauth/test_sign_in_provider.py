@@ -21,10 +21,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from engram_memory.host.settings import HostPaths
 from tests.host.console.browser import chromium, screenshot
-from tests.host.oauth.test_sign_in_security import MCP_HEADERS, _pkce
 from tests.support.http_agents import HttpServer
 from tests.support.processes import reap
-from tests.support.sign_in import CALLBACK, RULES, free_port
+from tests.support.sign_in import CALLBACK, MCP_HEADERS, RULES, free_port, pkce
 from tests.support.tokens import NODE_TOOLS
 
 PROVIDER_SECRET = "provider-client-secret-for-tests"
@@ -109,7 +108,7 @@ def _sign_in(browser: httpx.Client, server: HttpServer, login: str) -> tuple[htt
     the client id, the PKCE verifier)."""
     base = server.url.removesuffix("/mcp")
     registered = browser.post(base + "/register", json={"redirect_uris": [CALLBACK], "client_name": "Agent"}).json()
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     query = {
         "response_type": "code",
         "client_id": registered["client_id"],
@@ -184,7 +183,7 @@ def test_a_person_signs_in_through_the_provider_in_a_real_browser(site: Site) ->
         client_id = http.post(base + "/register", json={"redirect_uris": [CALLBACK], "client_name": "Agent"}).json()[
             "client_id"
         ]
-        verifier, challenge = _pkce()
+        verifier, challenge = pkce()
         query = {
             "response_type": "code",
             "client_id": client_id,

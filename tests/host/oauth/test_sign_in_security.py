@@ -4,84 +4,19 @@ token replayed, a forged consent, a token for another endpoint, an expired or re
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-import secrets
 import time
-from collections.abc import Iterator
 from urllib.parse import urlencode
-
-import httpx
-import pytest
 
 from engram_memory.host.bindings import issue_binding
 from engram_memory.host.keys.files import load_signing_key
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import cli
-from tests.support.http_agents import HttpServer
-from tests.support.sign_in import CALLBACK, PASSWORD, Browser, hidden, signed_in_binding
-
-LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
-
-
-def _pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-    return verifier, challenge
-
-
-class Flow:
-    def __init__(self, server: HttpServer) -> None:
-        self.base = server.url.removesuffix("/mcp")
-        self.mcp = server.url
-        self.http = httpx.Client(base_url=self.base, follow_redirects=False, timeout=30)
-        registered = self.http.post("/register", json={"redirect_uris": [CALLBACK], "client_name": "Attacker?"})
-        assert registered.status_code == 201, registered.text
-        self.client_id = registered.json()["client_id"]
-
-    def close(self) -> None:
-        self.http.close()
-
-    def authorize_url(self, challenge: str | None, **extra: str) -> str:
-        query = {"response_type": "code", "client_id": self.client_id, "redirect_uri": CALLBACK, "state": "s"}
-        if challenge is not None:
-            query.update(code_challenge=challenge, code_challenge_method="S256")
-        query.update(extra)
-        return "/authorize?" + urlencode(query)
-
-    def code(self, challenge: str, email: str = "alice@acme.com") -> str:
-        with Browser(self.base) as browser:
-            answer = browser.authorize(self.authorize_url(challenge), email)
-        assert answer["iss"] == self.base and answer["state"] == "s"
-        return answer["code"]
-
-    def token(self, **form: str) -> httpx.Response:
-        return self.http.post("/token", data={"client_id": self.client_id, **form})
-
-    def exchange(self, code: str, verifier: str, redirect_uri: str = CALLBACK) -> httpx.Response:
-        return self.token(grant_type="authorization_code", code=code, code_verifier=verifier, redirect_uri=redirect_uri)
-
-    def refresh(self, refresh_token: str) -> httpx.Response:
-        return self.token(grant_type="refresh_token", refresh_token=refresh_token)
-
-    def list_tools(self, access_token: str) -> httpx.Response:
-        headers = {**MCP_HEADERS, "authorization": f"Bearer {access_token}"}
-        return self.http.post("/mcp", json=LIST_TOOLS, headers=headers)
-
-
-@pytest.fixture
-def flow(server: HttpServer) -> Iterator[Flow]:
-    opened = Flow(server)
-    try:
-        yield opened
-    finally:
-        opened.close()
+from tests.support.sign_in import CALLBACK, PASSWORD, Browser, Flow, hidden, pkce, signed_in_binding
 
 
 def test_tokens_work_and_refresh_rotates(home: HostPaths, flow: Flow) -> None:
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     tokens = flow.exchange(flow.code(challenge), verifier).json()
     assert tokens["token_type"] == "Bearer" and tokens["expires_in"] == 600
     assert flow.list_tools(tokens["access_token"]).status_code == 200
@@ -104,13 +39,13 @@ def test_authorize_refuses_missing_or_plain_pkce_and_an_unregistered_redirect(fl
         assert answer.status_code in (302, 400)
         assert "code=" not in answer.headers.get("location", "")
         assert "/sign-in" not in answer.headers.get("location", "")
-    elsewhere = flow.http.get(flow.authorize_url(_pkce()[1], redirect_uri="https://evil.example/steal"))
+    elsewhere = flow.http.get(flow.authorize_url(pkce()[1], redirect_uri="https://evil.example/steal"))
     assert elsewhere.status_code == 400  # never redirected to an address the client did not register
     assert "location" not in elsewhere.headers
 
 
 def test_a_code_presented_twice_revokes_everything_it_gave(flow: Flow) -> None:
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     code = flow.code(challenge)
     first = flow.exchange(code, verifier).json()
     again = flow.exchange(code, verifier)
@@ -120,15 +55,15 @@ def test_a_code_presented_twice_revokes_everything_it_gave(flow: Flow) -> None:
 
 
 def test_the_verifier_and_the_redirect_uri_must_match_the_authorization(flow: Flow) -> None:
-    verifier, challenge = _pkce()
-    wrong_verifier = flow.exchange(flow.code(challenge), _pkce()[0])
+    verifier, challenge = pkce()
+    wrong_verifier = flow.exchange(flow.code(challenge), pkce()[0])
     assert wrong_verifier.status_code == 400 and wrong_verifier.json()["error"] == "invalid_grant"
     moved = flow.exchange(flow.code(challenge), verifier, redirect_uri="http://127.0.0.1:9/other")
     assert moved.status_code == 400 and moved.json()["error"] == "invalid_request"
 
 
 def test_a_replayed_refresh_token_revokes_its_whole_family(flow: Flow) -> None:
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     first = flow.exchange(flow.code(challenge), verifier).json()
     second = flow.refresh(first["refresh_token"]).json()
     replay = flow.refresh(first["refresh_token"])
@@ -138,7 +73,7 @@ def test_a_replayed_refresh_token_revokes_its_whole_family(flow: Flow) -> None:
 
 
 def test_a_forged_consent_gives_no_code(flow: Flow) -> None:
-    _, challenge = _pkce()
+    _, challenge = pkce()
     with Browser(flow.base) as browser:
         sign_in = browser.get(browser.get(flow.authorize_url(challenge)).headers["location"])
         request = hidden(sign_in.text, "request")
@@ -151,7 +86,7 @@ def test_a_forged_consent_gives_no_code(flow: Flow) -> None:
 
 
 def test_a_wrong_password_signs_nobody_in(flow: Flow) -> None:
-    _, challenge = _pkce()
+    _, challenge = pkce()
     with Browser(flow.base) as browser:
         sign_in = browser.get(browser.get(flow.authorize_url(challenge)).headers["location"])
         request = hidden(sign_in.text, "request")
@@ -164,7 +99,7 @@ def test_a_wrong_password_signs_nobody_in(flow: Flow) -> None:
 def test_a_token_for_another_endpoint_or_expired_is_refused_with_401_and_refresh_works(
     home: HostPaths, flow: Flow
 ) -> None:
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     tokens = flow.exchange(flow.code(challenge), verifier).json()
     grant_id = str(signed_in_binding(home, flow.client_id)["session"])
     key = load_signing_key(home)
@@ -192,13 +127,13 @@ def test_a_token_for_another_endpoint_or_expired_is_refused_with_401_and_refresh
 
 
 def test_a_revoked_client_is_turned_away_and_its_grants_end(home: HostPaths, flow: Flow) -> None:
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     tokens = flow.exchange(flow.code(challenge), verifier).json()
     revoked = cli("access", "revoke-client", flow.client_id, "--home", home.home)
     assert revoked.code == 0 and revoked.stdout.strip() == f"{flow.client_id}: revoked; 1 grant(s) ended"
     assert flow.list_tools(tokens["access_token"]).status_code == 401
     assert flow.refresh(tokens["refresh_token"]).json()["error"] in ("invalid_client", "invalid_grant")
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     assert flow.http.get(flow.authorize_url(challenge)).status_code == 400  # nobody signs in to it any more
     again = cli("access", "revoke-client", flow.client_id, "--home", home.home)
     assert again.stdout.strip() == f"{flow.client_id}: was revoked already; 0 grant(s) ended"
@@ -207,7 +142,7 @@ def test_a_revoked_client_is_turned_away_and_its_grants_end(home: HostPaths, flo
 
 
 def test_revoking_a_refresh_token_ends_the_grant(flow: Flow) -> None:
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     tokens = flow.exchange(flow.code(challenge), verifier).json()
     revoked = flow.http.post(
         "/revoke",
@@ -226,7 +161,7 @@ def test_a_client_asking_for_a_secret_is_not_registered(flow: Flow) -> None:
 
 
 def test_a_change_of_groups_or_a_disabled_account_takes_effect_at_the_next_refresh(home: HostPaths, flow: Flow) -> None:
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     first = flow.exchange(flow.code(challenge, "dan@acme.com"), verifier).json()
     moved = cli("people", "groups", "dan@acme.com", "--group", "contractors", "--home", home.home)
     assert moved.code == 0, moved
@@ -234,7 +169,7 @@ def test_a_change_of_groups_or_a_disabled_account_takes_effect_at_the_next_refre
     assert refused.status_code == 400 and "contractors" in refused.json()["error_description"]
     assert flow.list_tools(first["access_token"]).status_code == 401  # its grant was revoked with it
     cli("people", "groups", "dan@acme.com", "--group", "eng", "--home", home.home)
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     second = flow.exchange(flow.code(challenge, "dan@acme.com"), verifier).json()
     assert cli("people", "disable", "dan@acme.com", "--home", home.home).code == 0
     assert flow.list_tools(second["access_token"]).status_code == 401  # at once, not at the next refresh
@@ -242,7 +177,7 @@ def test_a_change_of_groups_or_a_disabled_account_takes_effect_at_the_next_refre
 
 
 def test_the_host_lists_a_persons_grants_and_revokes_one(home: HostPaths, flow: Flow) -> None:
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     tokens = flow.exchange(flow.code(challenge), verifier).json()
     listed = json.loads(cli("access", "grants", "--email", "ALICE@acme.com", "--json", "--home", home.home).stdout)
     (grant,) = [item for item in listed if item["client_id"] == flow.client_id]

@@ -6,22 +6,19 @@ itself and retries. A tool the rules do not give, or a binding from `bind`, keep
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import anyio
 import httpx
 import httpx2
-import pytest
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from engram_memory.host.settings import HostPaths
 from mcp import Client
-from tests.host.oauth.test_sign_in_security import MCP_HEADERS, Flow, _pkce
 from tests.support.homes import bind
 from tests.support.http_agents import HttpServer
-from tests.support.sign_in import CALLBACK, Browser
+from tests.support.sign_in import CALLBACK, MCP_HEADERS, Browser, Flow, Memory, pkce
 
 SEARCH = "engram_memory_search"
 CAPTURE = "engram_memory_capture"
@@ -38,18 +35,9 @@ def _call(name: str, request_id: int = 7) -> dict[str, object]:
     }
 
 
-@pytest.fixture
-def flow(server: HttpServer) -> Iterator[Flow]:
-    opened = Flow(server)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
 def _search_only(flow: Flow) -> dict[str, str]:
     """Tokens for a client that asked for search alone (the rules would give it four tools)."""
-    verifier, challenge = _pkce()
+    verifier, challenge = pkce()
     with Browser(flow.base) as browser:
         answer = browser.authorize(flow.authorize_url(challenge, scope=SEARCH), "alice@acme.com")
     tokens = flow.exchange(answer["code"], verifier)
@@ -93,26 +81,11 @@ def test_the_sdk_client_steps_up_by_itself_and_the_call_goes_through(flow: Flow,
     tokens = _search_only(flow)
     # The SDK's client starts from the narrow token and the registration it was issued to.
 
-    class Storage:
-        def __init__(self) -> None:
-            self.tokens: OAuthToken | None = OAuthToken.model_validate(tokens)
-            self.client: OAuthClientInformationFull | None = OAuthClientInformationFull.model_validate(
-                {"client_id": flow.client_id, "redirect_uris": [CALLBACK], "token_endpoint_auth_method": "none"}
-            )
-
-        async def get_tokens(self) -> OAuthToken | None:
-            return self.tokens
-
-        async def set_tokens(self, tokens: OAuthToken) -> None:
-            self.tokens = tokens
-
-        async def get_client_info(self) -> OAuthClientInformationFull | None:
-            return self.client
-
-        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-            self.client = client_info
-
-    storage = Storage()
+    storage = Memory()
+    storage.tokens = OAuthToken.model_validate(tokens)
+    storage.client = OAuthClientInformationFull.model_validate(
+        {"client_id": flow.client_id, "redirect_uris": [CALLBACK], "token_endpoint_auth_method": "none"}
+    )
     asked: list[str] = []
 
     async def redirect(url: str) -> None:

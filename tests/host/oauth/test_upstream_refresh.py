@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from mcp.server.auth.provider import TokenError
+from mcp.shared.auth import OAuthClientInformationFull
 
-from engram_memory.engine.ports.sign_in import GrantRow, SignInStore
+from engram_memory.engine.ports.sign_in import ClientRow, GrantRow, RefreshRow, SignInStore
+from engram_memory.host.access.people import digest
 from engram_memory.host.access.rules import AccessRules, Identity, IdentityProvider
 from engram_memory.host.compose import open_vault
+from engram_memory.host.oauth.provider import HostAuthorizationProvider
 from engram_memory.host.oauth.sealed_tokens import TokenSeal
 from engram_memory.host.oauth.service import GrantRefused, SignInService, SignInSettings, identity_json
 from engram_memory.host.oauth.upstream import ProviderEndpoints, Upstream, UpstreamError, UpstreamRefused
@@ -119,3 +123,27 @@ def test_the_grant_survives_an_unreachable_provider_and_ends_when_its_token_cann
 def test_a_grant_without_a_provider_token_is_not_asked_about(store: SignInStore) -> None:
     service = _service(store, TokenSeal(os.urandom(32)), None)
     assert asyncio.run(service.asked_upstream(_grant(store, "grant_local", None))) is None
+
+
+def test_a_refresh_the_provider_could_not_answer_leaves_the_refresh_token_usable(store: SignInStore) -> None:
+    seal = TokenSeal(os.urandom(32))
+    service = _service(store, seal, _provider())
+    store.put_client(ClientRow("client", '{"client_id": "client"}', None, "registered", 0))
+    _grant(store, "grant_waiting", seal.seal("provider-refresh-token", ISSUER, "erin"))
+    store.add_refresh(RefreshRow(digest("our-refresh-token"), "grant_waiting", 0, 10**12))
+    provider = HostAuthorizationProvider(service)
+    client = OAuthClientInformationFull.model_validate(
+        {"client_id": "client", "redirect_uris": ["http://127.0.0.1:9/cb"]}
+    )
+
+    async def refresh() -> None:
+        loaded = await provider.load_refresh_token(client, "our-refresh-token")
+        assert loaded is not None
+        await provider.exchange_refresh_token(client, loaded, [])
+
+    for _ in range(2):  # the client may try again with the same token
+        with pytest.raises(TokenError, match="try again later"):
+            asyncio.run(refresh())
+        row = store.refresh_token(digest("our-refresh-token"))
+        assert row is not None and row.used_at_ms is None
+    assert store.grant("grant_waiting").revoked_at_ms is None  # type: ignore[union-attr]

@@ -138,14 +138,14 @@ class HostAuthorizationProvider:
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
         grant_id = authorization_code.subject or ""
-        return await self._tokens(grant_id, None, ask_upstream=False)
+        return await self._tokens(grant_id, None)
 
     # -- refresh -----------------------------------------------------------------------------------
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        spent = await anyio.to_thread.run_sync(self.service.spend_refresh, refresh_token)
-        if spent is None:
+        usable = await anyio.to_thread.run_sync(self.service.usable_refresh, refresh_token)
+        if usable is None:
             return None
-        row, grant = spent
+        row, grant = usable
         return RefreshToken(
             token=refresh_token,
             client_id=grant.client_id,
@@ -158,15 +158,22 @@ class HostAuthorizationProvider:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        return await self._tokens(refresh_token.subject or "", tuple(scopes), ask_upstream=True)
+        return await self._tokens(refresh_token.subject or "", tuple(scopes), refresh_token=refresh_token.token)
 
-    async def _tokens(self, grant_id: str, scopes: tuple[str, ...] | None, *, ask_upstream: bool) -> OAuthToken:
-        """At a refresh, a person who signed in through the team's provider is asked about there first."""
+    async def _tokens(
+        self, grant_id: str, scopes: tuple[str, ...] | None, *, refresh_token: str | None = None
+    ) -> OAuthToken:
+        """At a refresh, a person who signed in through the team's provider is asked about there first, and
+        only then is the refresh token spent: a provider out of reach for a moment costs the client nothing."""
         grant = await anyio.to_thread.run_sync(self.service.store.grant, grant_id)
         if grant is None or grant.revoked_at_ms is not None:
             raise TokenError("invalid_grant", "the grant was revoked: sign in again")
         try:
-            identity = await self.service.asked_upstream(grant) if ask_upstream else None
+            identity = None
+            if refresh_token is not None:
+                identity = await self.service.asked_upstream(grant)
+                if await anyio.to_thread.run_sync(self.service.spend_refresh, refresh_token) is None:
+                    raise GrantRefused("the refresh token was used already: its grant is revoked")
             tokens = await anyio.to_thread.run_sync(self.service.tokens, grant, scopes, identity)
         except GrantRefused as refused:
             raise TokenError("invalid_grant", str(refused)) from None

@@ -240,6 +240,21 @@ class SignInService:
         grant = self.store.grant(row.grant_id)
         return None if grant is None or grant.revoked_at_ms is not None else (row, grant)
 
+    def usable_refresh(self, token: str) -> tuple[RefreshRow, GrantRow] | None:
+        """The refresh token's row and grant while it is unspent and its grant live, without spending it (a
+        refresh that fails for a moment leaves it usable); a spent one is spent again here, which revokes its
+        grant as a replay."""
+        row = self.store.refresh_token(digest(token))
+        if row is None:
+            return None
+        if row.used_at_ms is not None:
+            self.spend_refresh(token)
+            return None
+        grant = self.store.grant(row.grant_id)
+        if grant is None or grant.revoked_at_ms is not None or row.expires_at_ms <= self.now_ms():
+            return None
+        return row, grant
+
     def spend_refresh(self, token: str) -> tuple[RefreshRow, GrantRow] | None:
         """Like spend_code: a refresh token presented again revokes its whole grant."""
         now = self.now_ms()

@@ -299,6 +299,14 @@ class SqlSignInStore:
         with self._tx() as db:
             db.execute(f"INSERT INTO oauth_refresh_tokens ({_REFRESH}) VALUES ({_marks(_REFRESH)})", values)  # noqa: S608
 
+    def refresh_token(self, token_digest: str) -> RefreshRow | None:
+        with self._tx() as db:
+            found = db.execute(
+                f"SELECT {_REFRESH} FROM oauth_refresh_tokens WHERE token_digest = ?",  # noqa: S608
+                (token_digest,),
+            ).fetchone()
+        return None if found is None else _refresh(found)
+
     def take_refresh(self, token_digest: str, now_ms: int) -> tuple[RefreshRow, bool] | None:
         with self._tx() as db:
             first = (
