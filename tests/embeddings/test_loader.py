@@ -72,11 +72,16 @@ def test_a_named_model_reads_every_text_and_only_the_multilingual_one_is_centred
 
 
 def test_the_shipped_centroids_are_the_calibration_sentences_means_under_the_installed_model() -> None:
-    """The file is what `python -m engram_memory.embeddings.calibration` writes; a model change that moves a
-    centroid by more than float noise makes it stale."""
+    """The file is what `python -m engram_memory.embeddings.calibration` writes; a model change makes it
+    stale. A new ONNX Runtime moves int8 arithmetic a little (1.32 moved each centroid by at most 0.0037 per
+    component, cosine 0.9997 to the shipped one), which centring does not notice; another model or
+    tokenizer moves them far more."""
     embedder = load_embedder(DEFAULT)
     assert embedder is not None
     shipped, computed = e5_centroids(), compute_centroids(embedder)
     for language in LANGUAGES:
-        assert np.allclose(shipped.passages[language], computed["passages"][language], atol=1e-4)
-        assert np.allclose(shipped.queries[language], computed["queries"][language], atol=1e-4)
+        for kind in ("passages", "queries"):
+            ours = np.asarray(getattr(shipped, kind)[language])
+            now = np.asarray(computed[kind][language])
+            cosine = float(ours @ now / (np.linalg.norm(ours) * np.linalg.norm(now)))
+            assert cosine > 0.999 and np.allclose(ours, now, atol=0.01), (language, kind, cosine)

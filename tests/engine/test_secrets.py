@@ -527,11 +527,13 @@ def test_secret_finding_is_frozen() -> None:
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_adversarial_megabyte_scans_quickly(name: str) -> None:
     # CPU time of this thread, not wall-clock: other processes on a busy machine do not count, a
-    # quadratic pattern (minutes of CPU on a megabyte) still does.
+    # quadratic pattern (minutes of CPU on a megabyte) still does. The slowest linear inputs here (140,000
+    # candidate assignments in a megabyte) take about 2 s of CPU on the 2-core CI machine, so the bound
+    # sits well above that and far below what a superlinear pattern costs.
     text = ADVERSARIAL[name]
     began = time.thread_time()
     scan_text(text, categories=ALL)
-    assert time.thread_time() - began < 2.0
+    assert time.thread_time() - began < 8.0
 
 
 @settings(max_examples=300, deadline=None)
