@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.sign_in import SignInStore
+
+
+def revoking_as(engine: Engine, person: str) -> Callable[[str], object]:
+    """Revokes a binding by its token id in `person`'s name (what `end_grant` and `turn_away` call)."""
+    return lambda token_id: engine.revoke_token(token_id, revoked_by=person)
 
 
 def end_grant(

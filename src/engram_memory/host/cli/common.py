@@ -20,6 +20,7 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import parse_instant
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.sign_in import SignInStore
+from engram_memory.host.access.ending import revoking_as
 from engram_memory.host.compose import HomeError, current_user, open_engine, open_vault
 from engram_memory.host.keys.files import KeyFileError
 from engram_memory.host.settings import HOME_ENV, HostPaths, resolve_home
@@ -99,8 +100,7 @@ def opened_engine(home: Path | None) -> Iterator[tuple[Engine, HostPaths]]:
 
 def token_revoker(engine: Engine) -> Callable[[str], object]:
     """Revokes a binding by its token id in the name of the person running the command."""
-    person = current_user()
-    return lambda token_id: engine.revoke_token(token_id, revoked_by=person)
+    return revoking_as(engine, current_user())
 
 
 @contextmanager

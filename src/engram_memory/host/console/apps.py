@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
-from engram_memory.host.access.ending import end_grant, turn_away
+from engram_memory.host.access.ending import end_grant, revoking_as, turn_away
 from engram_memory.host.compose import open_vault
-from engram_memory.host.console.context import Console, console_of, text_field
+from engram_memory.host.console.context import console_of, text_field
 from engram_memory.host.console.views import after_decision, render
 from engram_memory.host.oauth.clients import client_name
 
@@ -61,7 +60,9 @@ def apps_revoke(request: Request, form: FormData) -> Response:
         if store.grant(grant_id) is None:
             return after_decision("/apps", f"This home has no grant {grant_id}.")
         reason = f"revoked by {console.decided_by}"
-        first = end_grant(store, _revoker(console), grant_id, reason, int(time.time() * 1000))
+        first = end_grant(
+            store, revoking_as(console.engine, console.decided_by), grant_id, reason, int(time.time() * 1000)
+        )
     finally:
         vault.close()
     if not first:
@@ -82,13 +83,11 @@ def apps_turn_away(request: Request, form: FormData) -> Response:
         if form.get("confirmed") != "yes":
             return render(request, "app_turn_away.html", client_id=client_id, active="apps")
         reason = f"its client was revoked by {console.decided_by}"
-        first, ended = turn_away(store, _revoker(console), client_id, reason, int(time.time() * 1000))
+        first, ended = turn_away(
+            store, revoking_as(console.engine, console.decided_by), client_id, reason, int(time.time() * 1000)
+        )
     finally:
         vault.close()
     if not first:
         return after_decision("/apps", "That client was already turned away.")
     return after_decision("/apps", f"Turned the client away: {ended} grant(s) ended.")
-
-
-def _revoker(console: Console) -> Callable[[str], object]:
-    return lambda token_id: console.engine.revoke_token(token_id, revoked_by=console.decided_by)

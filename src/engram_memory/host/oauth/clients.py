@@ -7,6 +7,7 @@ import json
 from urllib.parse import urlsplit
 
 from engram_memory.engine.ports.sign_in import ClientRow
+from engram_memory.host.outbound import https_or_loopback
 
 
 def client_name(metadata: str, client_id: str) -> str:
@@ -33,8 +34,7 @@ def host_registered_client(
         raise ClientRefused("name at least one --redirect-uri")
     for uri in redirect_uris:
         parts = urlsplit(uri)
-        loopback = parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1", "::1")
-        if not (parts.scheme == "https" or loopback) or not parts.hostname or parts.fragment:
+        if not https_or_loopback(uri) or not parts.hostname or parts.fragment:
             raise ClientRefused(f"redirect URI {uri!r} is neither https nor http on loopback, or has a fragment")
     metadata = {
         "client_id": client_id,

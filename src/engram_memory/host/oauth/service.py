@@ -90,7 +90,7 @@ class SignInService:
         settings: SignInSettings,
         rules: Callable[[], AccessRules],
         record_binding: Callable[[IssuedBindingRow], None],
-        revoke_binding: Callable[[str], None],
+        revoke_binding: Callable[[str], object],
         now_ms: Callable[[], int],
         seal: TokenSeal,
     ) -> None:

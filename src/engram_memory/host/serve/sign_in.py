@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from engram_memory.engine.engine import Engine
+from engram_memory.host.access.ending import revoking_as
 from engram_memory.host.access.rules import AccessRules
 from engram_memory.host.access.rules_file import AccessRulesError, read_access_rules
 from engram_memory.host.compose import open_vault
@@ -53,7 +54,7 @@ def sign_in_for(paths: HostPaths, public_url: str, owner: Engine) -> Iterator[Si
             SignInSettings(issuer=issuer, resource=issuer + MCP_PATH),
             rules,
             owner.record_binding,
-            lambda token_id: _revoke(owner, token_id),
+            revoking_as(owner, ISSUED_BY),
             lambda: int(time.time() * 1000),
             TokenSeal(upstream_token_key(paths)),
         )
@@ -82,10 +83,6 @@ def _rules_of(paths: HostPaths) -> Callable[[], AccessRules]:
         return read_access_rules(paths.access) or AccessRules(rules=())
 
     return rules
-
-
-def _revoke(owner: Engine, token_id: str) -> None:
-    owner.revoke_token(token_id, revoked_by=ISSUED_BY)
 
 
 @contextmanager
