@@ -107,12 +107,12 @@ def commit_fault(paths: HostPaths, fault: str = REPLY_LOST) -> ArmedStore:
 
 
 class _SQLiteReadsRaise(SQLiteStore):
-    def read(self):  # type: ignore[no-untyped-def]
+    def read(self, *, scope=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("secret internal detail /var/lib/x")
 
 
 class _PostgresReadsRaise(PostgresStore):
-    def read(self):  # type: ignore[no-untyped-def]
+    def read(self, *, scope=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("secret internal detail /var/lib/x")
 
 

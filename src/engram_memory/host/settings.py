@@ -119,13 +119,20 @@ class StoreSettings:
     `store` is "sqlite" (the embedded file in the home) or a postgresql:// URL of the owner role;
     `vault` is None (keys/vault.db) or a postgresql:// URL of a database of its own; `app_role` is
     the role agent calls run as on PostgreSQL (row-level security applies to it, not to the owner).
-    Passwords never go in these URLs: libpq reads them from ~/.pgpass, PGPASSFILE or PGPASSWORD.
+    `read_urls` name hot standbys that answer searches and gets; `direct_url` reaches the primary
+    without a connection pooler, for the owner's work a pooler in transaction mode cannot carry
+    (migrations, VACUUM); `prepared_statements = false` keeps statements unprepared on the server, as
+    a pooler without prepared-statement support needs. Passwords never go in these URLs: libpq reads
+    them from ~/.pgpass, PGPASSFILE or PGPASSWORD.
     """
 
     store: str = SQLITE_STORE
     app_role: str | None = None
     vault: str | None = None
     pool_size: int = DEFAULT_POOL_SIZE
+    read_urls: tuple[str, ...] = ()
+    direct_url: str | None = None
+    prepared_statements: bool = True
 
     @property
     def is_postgres(self) -> bool:
@@ -142,6 +149,12 @@ class StoreSettings:
             lines.append(f"vault = {toml_string(self.vault)}")
         if self.is_postgres:
             lines.append(f"pool_size = {self.pool_size}")
+        if self.read_urls:
+            lines.append(f"read_urls = [{', '.join(toml_string(url) for url in self.read_urls)}]")
+        if self.direct_url is not None:
+            lines.append(f"direct_url = {toml_string(self.direct_url)}")
+        if not self.prepared_statements:
+            lines.append("prepared_statements = false")
         return "\n".join(lines) + "\n"
 
 
@@ -165,7 +178,27 @@ def parse_store_settings(text: str) -> StoreSettings:
         raise SettingsError(f"config.toml: pool_size must be a whole number from 1 to {MAX_POOL_SIZE}")
     if store == SQLITE_STORE and (app_role is not None or vault is not None):
         raise SettingsError("config.toml: app_role and vault apply to a PostgreSQL store only")
-    return StoreSettings(store=store, app_role=app_role, vault=vault, pool_size=pool_size)
+    read_urls, direct_url = config.get("read_urls", []), config.get("direct_url")
+    prepared = config.get("prepared_statements", True)
+    if not isinstance(read_urls, list) or not all(isinstance(url, str) and is_postgres_url(url) for url in read_urls):
+        raise SettingsError("config.toml: read_urls must be a list of postgresql:// URLs")
+    if direct_url is not None and (not isinstance(direct_url, str) or not is_postgres_url(direct_url)):
+        raise SettingsError("config.toml: direct_url must be a postgresql:// URL")
+    if not isinstance(prepared, bool):
+        raise SettingsError("config.toml: prepared_statements must be true or false")
+    if store == SQLITE_STORE and (read_urls or direct_url is not None or not prepared):
+        raise SettingsError(
+            "config.toml: read_urls, direct_url and prepared_statements apply to a PostgreSQL store only"
+        )
+    return StoreSettings(
+        store=store,
+        app_role=app_role,
+        vault=vault,
+        pool_size=pool_size,
+        read_urls=tuple(read_urls),
+        direct_url=direct_url,
+        prepared_statements=prepared,
+    )
 
 
 class HomeError(Exception):

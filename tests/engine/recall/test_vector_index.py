@@ -18,7 +18,7 @@ import pytest
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine.engine import Engine
-from engram_memory.engine.ports.store import Store, StoreTx
+from engram_memory.engine.ports.store import Scope, Store, StoreTx
 from engram_memory.engine.recall.semantic import VectorCache
 from engram_memory.engine.recall.vector_index import COMPACT_MIN, ScopeIndex, Stamp
 from engram_memory.host.compose import store_settings
@@ -202,8 +202,8 @@ class _Counting:
         return getattr(self._store, name)
 
     @contextmanager
-    def read(self) -> Iterator[StoreTx]:
-        with self._store.read() as tx:
+    def read(self, *, scope: Scope | None = None) -> Iterator[StoreTx]:
+        with self._store.read(scope=scope) as tx:
             yield _CountingTx(tx, self)  # type: ignore[misc]
 
 

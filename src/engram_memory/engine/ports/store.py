@@ -214,8 +214,13 @@ class Store(Protocol):
         as theirs would be). ContractError STORE_UNAVAILABLE when it cannot be written or held."""
         ...
 
-    def read(self) -> AbstractContextManager[StoreTx]:
-        """A consistent snapshot for reads; ContractError STORE_UNAVAILABLE on failure."""
+    def read(self, *, scope: Scope | None = None) -> AbstractContextManager[StoreTx]:
+        """A consistent snapshot for reads; ContractError STORE_UNAVAILABLE on failure.
+
+        `scope`: the read looks at that scope alone (a search, a get), and a store may answer it from a
+        replica that holds at least every write of the scope this process committed and every snapshot
+        of it this process read. TransientConflict: the replica failed under the read, which may simply
+        run again (engine/recall/reading.py)."""
         ...
 
     def batch(self, before_commit: Callable[[], None] | None = None) -> AbstractContextManager[None]:

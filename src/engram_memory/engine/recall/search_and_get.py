@@ -28,7 +28,7 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.ports.store import IndexedDoc, RecordRow, StoreTx
+from engram_memory.engine.ports.store import IndexedDoc, RecordRow, ScopeHead, StoreTx
 from engram_memory.engine.recall.cursors import PagePin, mint_cursor, open_cursor
 from engram_memory.engine.recall.packets import page_packets, redacted_view
 from engram_memory.engine.recall.ranking import (
@@ -50,6 +50,7 @@ from engram_memory.engine.recall.ranking import (
     rarest_terms,
     recency,
 )
+from engram_memory.engine.recall.reading import read_scope
 from engram_memory.engine.recall.reindex import is_stale
 from engram_memory.engine.recall.relevance import (
     LEXICAL_FLOORS,
@@ -339,7 +340,8 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     )
     if deps.indexer is not None:
         deps.indexer.settle()
-    with deps.store.read() as tx:
+
+    def ranked_page(tx: StoreTx) -> tuple[ScopeHead, PagePin, _Ranking, list[dict[str, Any]]]:
         head = tx.head(call.scope) or journal.initial_head(call.scope)
         offset, valid_as_of, system_as_of = 0, call.now_ms, call.now_ms
         if "page_cursor" in arguments:
@@ -355,6 +357,10 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         )
         ranked = ranking.ranked
         packets = page_packets(deps, tx, call.scope, ranked[offset : offset + limit], offset + 1, policy, budget)
+        return head, PagePin(offset, generation, valid_as_of, system_as_of), ranking, packets
+
+    head, page, ranking, packets = read_scope(deps, call.scope, ranked_page)
+    ranked, offset, valid_as_of, system_as_of = ranking.ranked, page.offset, page.valid_as_of, page.system_as_of
     if ranking.embedded:
         _keep(deps, call, ranking.embedded)
     receipt: dict[str, Any] = {
@@ -386,13 +392,16 @@ def get(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
     PROJECTION_OVERSIZED, POLICY_UNAVAILABLE, BLOB_MISSING, STORE_UNAVAILABLE."""
     policy = deps.policies.current()
     budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)
-    with deps.store.read() as tx:
+
+    def found(tx: StoreTx) -> tuple[RecordRow, dict[str, Any], list[str], str, ScopeHead]:
         record = tx.get_record(call.scope, arguments["record_id"])
         if record is None or not eligible(record, call.now_ms):
             raise ContractError(ErrorCode.NOT_FOUND)
         payload = read_payload(deps, tx, call.scope, record.record_id, "record")
         view, removed, redaction_digest = redacted_view(record, payload, policy)
-        head = tx.head(call.scope) or journal.initial_head(call.scope)
+        return record, view, removed, redaction_digest, tx.head(call.scope) or journal.initial_head(call.scope)
+
+    record, view, removed, redaction_digest, head = read_scope(deps, call.scope, found)
     now = format_instant(call.now_ms)
     read_receipt: dict[str, Any] = {
         "record_id": record.record_id,

@@ -53,11 +53,20 @@ class PostgresStoreBackend:
         from engram_memory.stores.postgres.store import PostgresStore
 
         settings = self._settings
-        url = settings.store
+        url, read_urls = settings.store, list(settings.read_urls)
         with postgres_home_errors(url):
-            url = postgres_home.runtime_url(settings, settings.store) if runtime else settings.store
+            if runtime:
+                url = postgres_home.runtime_url(settings, settings.store)
+                read_urls = [postgres_home.runtime_url(settings, read_url) for read_url in read_urls]
         with postgres_home_errors(url):
-            store = PostgresStore(url, pool_size=settings.pool_size, run_migrations=not runtime)
+            store = PostgresStore(
+                url,
+                pool_size=settings.pool_size,
+                run_migrations=not runtime,
+                read_urls=read_urls,
+                direct_url=None if runtime else settings.direct_url,
+                prepared_statements=settings.prepared_statements,
+            )
         if store.migrated:  # an upgrade added tables: the runtime role needs its privileges on them
             try:
                 with postgres_home_errors(url):

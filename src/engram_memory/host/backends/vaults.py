@@ -59,7 +59,12 @@ class PostgresVaultBackend:
         with postgres_home_errors(self._url):
             url = postgres_home.runtime_url(settings, self._url) if runtime else self._url
         with postgres_home_errors(url):
-            return PostgresKeyVault(url, pool_size=settings.pool_size, run_migrations=not runtime)
+            return PostgresKeyVault(
+                url,
+                pool_size=settings.pool_size,
+                run_migrations=not runtime,
+                prepared_statements=settings.prepared_statements,
+            )
 
     def counts(self) -> VaultCounts:
         vault = self.open()

@@ -126,6 +126,7 @@ class Batch:
         self._tx: PostgresTx | None = None  # the write running now
         self._savepoint_open = False  # whether it has a savepoint (it ran a statement of its own)
         self._expected: set[Scope] = set()
+        self.touched: set[Scope] = set()  # every scope a write of the batch named (their reads must see it)
         db.before_statement = self._before_statement
 
     def expect_scope(self, scope: Scope) -> None:
@@ -148,6 +149,7 @@ class Batch:
         (deferred.py), and it gets a savepoint of the transaction only when it runs a statement."""
         if self.failed:
             raise ContractError(ErrorCode.STORE_UNAVAILABLE)
+        self.touched.update(scopes)
         keys = frozenset(self._lock_key(scope) for scope in scopes)
         full = self._writes >= CHUNK_WRITES or self._savepoints >= CHUNK_SAVEPOINTS
         if self._open and (full or not keys <= self._held):

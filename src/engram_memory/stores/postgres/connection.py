@@ -22,6 +22,7 @@ from engram_memory.stores.sql.connection import SqlCursor, StatementTracer
 STREAM_CHUNK_ROWS = 1000 if psycopg.pq.version() >= 170000 else 1
 
 Connection = psycopg.Connection[tuple[Any, ...]]
+PREPARE_THRESHOLD = 5  # psycopg's own default: runs of a statement before it is prepared on the server
 
 
 @functools.lru_cache(maxsize=1024)
@@ -162,22 +163,46 @@ def check_idle_connection(connection: Connection) -> None:
         ConnectionPool.check_connection(connection)
 
 
+def connection_options(*, prepared: bool) -> dict[str, Any]:
+    """How the store's connections are made. Unprepared (`prepare_threshold` None): psycopg otherwise
+    prepares a statement on the server after its fifth run, which a pooler in transaction mode without
+    prepared-statement support (PgBouncer before 1.21) hands to another client's session."""
+    return {"autocommit": True, "prepare_threshold": PREPARE_THRESHOLD if prepared else None}
+
+
 def open_pool(
-    url: str, *, size: int, timeout_s: float, name: str, prepare: Callable[[Connection], None]
+    url: str,
+    *,
+    size: int,
+    timeout_s: float,
+    name: str,
+    prepare: Callable[[Connection], None],
+    prepared: bool = True,
+    first_url: str | None = None,
 ) -> ConnectionPool[Connection]:
-    """A pool of autocommit connections, after `prepare` ran on a first connection of its own.
+    """A pool of autocommit connections, after `prepare` ran on a first connection of its own (to
+    `first_url` when given: the primary without the pooler, for the owner's migrations).
 
     The first connection fails fast (one attempt, `timeout_s`) so that a command facing a server it
     cannot reach says so at once; the pool then fills in the background and replaces broken connections.
     Raises psycopg.Error, or whatever `prepare` raises.
     """
-    with psycopg.connect(url, autocommit=True, connect_timeout=max(2, int(timeout_s))) as first:
+    options = connection_options(prepared=prepared)
+    with psycopg.connect(first_url or url, connect_timeout=max(2, int(timeout_s)), **options) as first:
         prepare(first)
+    return open_standing_pool(url, size=size, timeout_s=timeout_s, name=name, prepared=prepared)
+
+
+def open_standing_pool(
+    url: str, *, size: int, timeout_s: float, name: str, prepared: bool = True
+) -> ConnectionPool[Connection]:
+    """A pool that fills in the background, whether or not its server answers yet (a standby may be
+    down when the store opens: its reads go elsewhere until it answers)."""
     pool: ConnectionPool[Connection] = ConnectionPool(
         url,
         min_size=1,
         max_size=max(1, size),
-        kwargs={"autocommit": True},
+        kwargs=connection_options(prepared=prepared),
         open=False,
         timeout=timeout_s,
         check=check_idle_connection,

@@ -8,6 +8,10 @@ every read-then-write of the engine simply correct; writers of other scopes comm
 writer that names no scope (the host's whole-store work) takes the write lock exclusively and waits
 for all of them. Reads are REPEATABLE READ READ ONLY snapshots and never wait for writers.
 
+Searches and gets may go to hot standbys (`read_urls`, routing.py): a read of a scope waits for, or
+skips, a standby that has not replayed this process's writes there, and a standby that fails or
+conflicts with recovery hands the read back to the engine to run again elsewhere (TransientConflict).
+
 Driver errors are translated here, at the transaction boundary (through `POSTGRES`, which names the
 fault from the server's SQLSTATE): a failure before COMMIT is
 STORE_UNAVAILABLE (nothing was written), a serialization failure or deadlock is TransientConflict
@@ -26,13 +30,22 @@ from contextlib import contextmanager
 import psycopg
 
 from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.engine.ports.faults import TransientConflict
 from engram_memory.engine.ports.rows import AuditRow, Scope
 from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.batching import WRITE_BEGIN, Batch, begin_writer, only_tenant
-from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
+from engram_memory.stores.postgres.connection import (
+    Connection,
+    PsycopgConnection,
+    connection_options,
+    open_pool,
+    open_standing_pool,
+)
+from engram_memory.stores.postgres.erasure import REWRITE_LOCK_TIMEOUT, erasure_requested, may_vacuum, vacuum
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.queries import PostgresTx
+from engram_memory.stores.postgres.routing import ReadRouter, RoutingStats, committed_position, position_of
 from engram_memory.stores.postgres.snapshot import PostgresSnapshot
 from engram_memory.stores.sql.connection import StatementTracer
 
@@ -44,12 +57,7 @@ LOCK_TIMEOUT = "10s"  # how long a writer waits for the write lock, as SQLite's 
 # pg_advisory_xact_lock key every writer of one database takes ("engram-w" in ASCII): shared by writers
 # of named scopes, exclusive for a writer of the whole store.
 WRITE_LOCK = 0x656E6772616D2D77
-# The tables that held erased bodies and index rows: VACUUM removes their dead row versions.
-ERASED_TABLES = ("sealed_bodies", "lexical_index", "lexical_postings", "lexical_terms", "record_vectors")
-# Of those, the tables whose rows are plaintext tokens or their derivatives: rewritten after an erasure.
-REWRITTEN_TABLES = ("lexical_index", "lexical_postings", "lexical_terms", "record_vectors")
 ERASURE_DELAY_S = 60.0  # forgets within this long share one rewrite of the index tables (erase_physically)
-REWRITE_LOCK_TIMEOUT = "5s"  # VACUUM FULL waits at most this long for readers of the index to finish
 
 
 class SchemaNotCurrent(ContractError):
@@ -74,11 +82,17 @@ class PostgresStore:
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         tracer: StatementTracer | None = None,
         erasure_delay_s: float = ERASURE_DELAY_S,
+        read_urls: Sequence[str] = (),
+        direct_url: str | None = None,
+        prepared_statements: bool = True,
     ) -> None:
         """`run_migrations=False` is the runtime role's way in: it may not change the schema, so a
         database behind this version raises SchemaNotCurrent instead. `tracer` sees every statement
         the store's transactions and erasures run, as sent to psycopg. `erasure_delay_s`: how long the
         first of a run of erasures waits to be compacted with those after it (erase_physically).
+        `read_urls`: hot standbys for searches and gets. `direct_url`: the primary without a pooler,
+        for migrations and erasure's VACUUM FULL (which needs a session setting of its own).
+        `prepared_statements=False`: none on the server (a pooler in transaction mode).
 
         Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID.
         """
@@ -88,6 +102,9 @@ class PostgresStore:
         self._erasure_delay_s = erasure_delay_s
         self._batches: dict[int, Batch] = {}  # by thread: each thread's batch is its own
         self.migrated: list[int] = []  # the schema versions this open applied
+        self._owner_url = direct_url or url
+        self._prepared = prepared_statements
+        self._synchronous_standby = False
 
         def prepare(connection: Connection) -> None:
             if run_migrations:
@@ -97,14 +114,34 @@ class PostgresStore:
                 behind = pending(connection, STORE_MIGRATIONS)
                 if behind:
                     raise SchemaNotCurrent(behind)
-            self._may_vacuum = _may_vacuum(connection)
+            self._may_vacuum = may_vacuum(connection)
             # An erasure a runtime process could not finish is finished by the next owner process.
-            self._erasure_pending = self._may_vacuum and _erasure_requested(connection)
+            self._erasure_pending = self._may_vacuum and erasure_requested(connection)
+            self._synchronous_standby = _synchronous_standby(connection)
 
         with POSTGRES.translated():
             self._pool = open_pool(
-                url, size=pool_size, timeout_s=connect_timeout_s, name="engram-store", prepare=prepare
+                url,
+                size=pool_size,
+                timeout_s=connect_timeout_s,
+                name="engram-store",
+                prepare=prepare,
+                prepared=prepared_statements,
+                first_url=direct_url if run_migrations else None,
             )
+        self._router: ReadRouter | None = None
+        if read_urls:
+            pools = [
+                open_standing_pool(
+                    read_url,
+                    size=pool_size,
+                    timeout_s=connect_timeout_s,
+                    name=f"engram-standby-{number}",
+                    prepared=prepared_statements,
+                )
+                for number, read_url in enumerate(read_urls, 1)
+            ]
+            self._router = ReadRouter(pools)
 
     # -- transactions -------------------------------------------------------------------------
     def _checkout(self) -> Connection:
@@ -156,8 +193,10 @@ class PostgresStore:
             if batch.failed:
                 raise ContractError(ErrorCode.STORE_UNAVAILABLE)
         connection = self._checkout()
+        # With a synchronous standby every commit waits for it: a relaxed one could be lost at a failover.
+        relaxed = not synced and not self._synchronous_standby
         try:
-            with self._transaction(connection, WRITE_BEGIN, writer=True, scopes=scopes, relaxed=not synced) as tx:
+            with self._transaction(connection, WRITE_BEGIN, writer=True, scopes=scopes, relaxed=relaxed) as tx:
                 yield tx
             db = tx.connection
             # The COMMIT may have reached the server before it failed: the outcome is unknown, unless
@@ -169,6 +208,8 @@ class PostgresStore:
                 conflicts_rerun=True,
             ):
                 db.execute("COMMIT")
+                if self._router is not None:
+                    self._router.positions.advance(scopes, committed_position(connection))
         finally:
             self._pool.putconn(connection)
         if self._erasure_pending and batch is None:
@@ -219,6 +260,9 @@ class PostgresStore:
                 batch.commit(early=False)
             if batch.failed:
                 raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN)
+            if self._router is not None and batch.touched:
+                with POSTGRES.translated(ErrorCode.MUTATION_OUTCOME_UNKNOWN, failed="batch position unknown"):
+                    self._router.positions.advance(batch.touched, committed_position(connection))
         finally:
             db.pipeline = None
             del self._batches[batch.thread]
@@ -227,20 +271,57 @@ class PostgresStore:
             self.erase_physically()
 
     @contextmanager
-    def read(self) -> Iterator[PostgresTx]:
+    def read(self, *, scope: Scope | None = None) -> Iterator[PostgresTx]:
+        """`scope`: a read of that scope alone (a search, a get), which a standby may answer. A standby
+        that fails under it raises TransientConflict, after which the next read of the scope goes elsewhere."""
         batch = self._batch_here()
         if batch is not None:  # the batch's own thread reads what it has written so far
             with batch.savepoint(()) as tx:
                 yield tx
             return
-        connection = self._checkout()
-        try:
-            begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-            with self._transaction(connection, begin, writer=False, snapshot=True) as tx:
-                yield tx
-            _rollback(tx.connection)
-        finally:
-            self._pool.putconn(connection)
+        if scope is None or self._router is None:
+            connection = self._checkout()
+            try:
+                with self._snapshot(connection) as tx:
+                    yield tx
+            finally:
+                self._pool.putconn(connection)
+            return
+        router = self._router
+        with router.standby_for(router.positions.required(scope)) as standby:
+            if standby is None:
+                connection = self._checkout()
+                try:
+                    with self._snapshot(connection, seen_by=scope) as tx:
+                        yield tx
+                finally:
+                    self._pool.putconn(connection)
+                return
+            node, connection = standby
+            try:
+                with self._snapshot(connection, seen_by=scope) as tx:
+                    yield tx
+            except ContractError as exc:
+                if not isinstance(exc.__cause__, psycopg.Error):
+                    raise  # the engine's own answer (NOT_FOUND, ...), not the standby's failure
+                router.failed(node)
+                raise TransientConflict() from exc
+
+    @contextmanager
+    def _snapshot(self, connection: Connection, *, seen_by: Scope | None = None) -> Iterator[PostgresTx]:
+        """A read-only snapshot; with `seen_by`, the node's position once the snapshot is taken becomes
+        the scope's: a later read of it never goes back to an older one."""
+        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        with self._transaction(connection, begin, writer=False, snapshot=True) as tx:
+            if seen_by is not None and self._router is not None:
+                with POSTGRES.translated(undo=lambda: _rollback(tx.connection), conflicts_rerun=True):
+                    self._router.positions.advance((seen_by,), position_of(connection))
+            yield tx
+        _rollback(tx.connection)
+
+    def routing_stats(self) -> RoutingStats | None:
+        """How reads were routed since the store opened; None without standbys."""
+        return None if self._router is None else self._router.stats()
 
     # -- erasure ------------------------------------------------------------------------------
     def erase_physically(self, *, now: bool = False) -> bool:
@@ -258,21 +339,21 @@ class PostgresStore:
         """
         if not self._may_vacuum:
             return False
-        try:
-            connection = self._checkout()
-        except ContractError:
-            self._erasure_pending = True
-            return False
         self._erasure_pending = True
-        try:
-            with POSTGRES.ignored(failed="vacuum failed"):
+        # A connection of its own, straight to the primary: VACUUM FULL runs outside any transaction, so
+        # its lock timeout is a setting of the session, which no pooled connection may be left with.
+        with POSTGRES.ignored(failed="vacuum failed"):
+            with psycopg.connect(
+                self._owner_url,
+                connect_timeout=max(2, int(self._timeout_s)),
+                options=f"-c lock_timeout={REWRITE_LOCK_TIMEOUT}",
+                **connection_options(prepared=self._prepared),
+            ) as connection:
                 db = PsycopgConnection(connection, self._tracer)
-                done = _vacuum(db, delay_s=0.0 if now else self._erasure_delay_s)
-                # Not due yet: housekeeping (or the next erasure after the delay) runs it, not every write.
-                self._erasure_pending = done is False
-                return done is True
-        finally:
-            self._pool.putconn(connection)
+                done = vacuum(db, delay_s=0.0 if now else self._erasure_delay_s)
+            # Not due yet: housekeeping (or the next erasure after the delay) runs it, not every write.
+            self._erasure_pending = done is False
+            return done is True
         return False
 
     def refresh_statistics(self) -> None:
@@ -315,6 +396,8 @@ class PostgresStore:
         if self._erasure_pending:
             self.erase_physically()
         self._pool.close()
+        if self._router is not None:
+            self._router.close()
 
 
 def scope_lock_key(scope: Scope) -> int:
@@ -328,34 +411,6 @@ def _rollback(db: PsycopgConnection) -> None:
     if db.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         with POSTGRES.ignored(failed="rollback failed"):
             db.execute("ROLLBACK")
-
-
-def _vacuum(db: PsycopgConnection, *, delay_s: float) -> bool | None:
-    """True when no erased row version is left in the tables' live files, False when an older snapshot
-    still sees some, None when the oldest erasure request is younger than `delay_s` (nothing ran)."""
-    requested = db.execute(
-        "SELECT max(seq), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(requested_at)), 0)::float8"
-        " FROM erasure_requests"
-    ).fetchone()
-    if requested is not None and requested[0] is not None and float(requested[1]) < delay_s:
-        return None
-    db.execute(f"VACUUM {', '.join(ERASED_TABLES)}")
-    left = db.execute(
-        "SELECT COALESCE(sum(pg_stat_get_dead_tuples(c.oid)), 0) FROM pg_class AS c"
-        " WHERE c.oid = ANY (?::regclass[]) OR c.oid IN"
-        " (SELECT reltoastrelid FROM pg_class WHERE oid = ANY (?::regclass[]))",
-        (list(ERASED_TABLES), list(ERASED_TABLES)),
-    ).fetchone()
-    if left is None or int(left[0]) > 0:
-        return False  # an older snapshot still sees them: the rewrite would copy them along
-    if requested is not None and requested[0] is not None:
-        db.execute("SELECT set_config('lock_timeout', ?, false)", (REWRITE_LOCK_TIMEOUT,))
-        try:
-            db.execute(f"VACUUM FULL {', '.join(REWRITTEN_TABLES)}")
-        finally:
-            db.execute("RESET lock_timeout")
-        db.execute("DELETE FROM erasure_requests WHERE seq <= ?", (requested[0],))
-    return True
 
 
 def _backfill_postings(connection: Connection) -> None:
@@ -375,18 +430,7 @@ def _backfill_postings(connection: Connection) -> None:
     logger.info("derived the impact-ordered postings of %d indexed records", written)
 
 
-def _erasure_requested(connection: Connection) -> bool:
-    row = connection.execute("SELECT EXISTS (SELECT 1 FROM erasure_requests)").fetchone()
-    return bool(row and row[0])
-
-
-def _may_vacuum(connection: Connection) -> bool:
-    """PostgreSQL 15 lets only superusers and the owners of a table or of the database VACUUM it."""
-    row = connection.execute(
-        "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
-        " OR pg_has_role(current_user, (SELECT datdba FROM pg_database WHERE datname = current_database()), 'USAGE')"
-        " OR (SELECT bool_and(pg_has_role(current_user, relowner, 'USAGE')) FROM pg_class"
-        "     WHERE oid = ANY (%s::regclass[]))",
-        (list(ERASED_TABLES),),
-    ).fetchone()
+def _synchronous_standby(connection: Connection) -> bool:
+    """Whether commits wait for a standby (the operator named one): then none may skip waiting."""
+    row = connection.execute("SELECT current_setting('synchronous_standby_names') <> ''").fetchone()
     return bool(row and row[0])

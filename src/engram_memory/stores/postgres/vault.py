@@ -61,8 +61,11 @@ class PostgresKeyVault:
         pool_size: int = VAULT_POOL_SIZE,
         run_migrations: bool = True,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        prepared_statements: bool = True,
     ) -> None:
-        """Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID, SchemaNotCurrent."""
+        """`prepared_statements=False`: none on the server (a pooler in transaction mode).
+
+        Raises ContractError STORE_UNAVAILABLE, MIGRATION_LEDGER_INVALID, SchemaNotCurrent."""
         self._timeout_s = connect_timeout_s
         self._batches: dict[int, _Pending] = {}  # by thread, like the store's
         self._deferred: dict[int, list[tuple[bool, list[str], int]]] = {}
@@ -83,7 +86,12 @@ class PostgresKeyVault:
 
         with POSTGRES.translated():
             self._pool = open_pool(
-                url, size=pool_size, timeout_s=connect_timeout_s, name="engram-vault", prepare=prepare
+                url,
+                size=pool_size,
+                timeout_s=connect_timeout_s,
+                name="engram-vault",
+                prepare=prepare,
+                prepared=prepared_statements,
             )
 
     @contextmanager

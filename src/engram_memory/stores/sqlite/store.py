@@ -269,7 +269,7 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA synchronous = {level}")
 
     @contextmanager
-    def read(self) -> Iterator[SQLiteTx]:
+    def read(self, *, scope: Scope | None = None) -> Iterator[SQLiteTx]:
         with self._lock:
             if self._batching:  # the batch's own thread reads what it has written so far
                 yield SQLiteTx(self._db, self._pending)

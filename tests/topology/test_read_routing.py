@@ -1,0 +1,84 @@
+"""Searches and gets answered by hot standbys, never missing the same process's writes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from engram_memory.host.compose import open_engine
+from engram_memory.stores.postgres.store import PostgresStore
+from tests.support.homes import bind
+from tests.support.inprocess import InProcessAgent
+from tests.support.topology import Topology
+from tests.topology.conftest import topology_home
+
+pytestmark = pytest.mark.slow
+
+SEARCH = "engram_memory_search"
+GET = "engram_memory_get"
+
+
+def _found(agent: InProcessAgent, query: str) -> list[str]:
+    value = agent.value(SEARCH, {"query": query, "purpose_ref": "purpose:tests"})
+    return [packet["record"]["record_id"] for packet in value["records"]]
+
+
+def test_a_read_after_the_same_process_write_never_misses_it(tmp_path: Path, replicated: Topology) -> None:
+    paths = topology_home(tmp_path / "home", replicated, database="ryw", keys="ryw_keys")
+    issued = bind(paths)
+    with open_engine(paths, runtime=True, semantic=False) as engine:
+        store = engine.deps.store
+        assert isinstance(store, PostgresStore)
+        agent = InProcessAgent(engine, issued.binding)
+        for round_ in range(25):
+            record_id = agent.remember(f"Deploy window {round_} is Tuesday 14:00 for the payments service.")
+            assert record_id in _found(agent, f"deploy window {round_}"), round_
+            assert agent.value(GET, {"record_id": record_id, "purpose_ref": "purpose:tests"})["record"]
+        stats = store.routing_stats()
+    assert stats is not None
+    assert stats.standby_reads >= 40, stats
+    assert stats.primary_reads <= stats.standby_reads, stats
+
+
+def test_another_process_can_read_stale_where_the_writer_never_does(tmp_path: Path, replicated: Topology) -> None:
+    """Both read from the standby replaying 1.5 s late. The reader without the writer's positions misses
+    what was just written (the test can see staleness); the writer's own reads, carrying its positions,
+    never do: they wait for the standby, then go to the primary."""
+    late = replicated.standbys[-1]
+    paths = topology_home(tmp_path / "home", replicated, database="stale", keys="stale_keys", standbys=[late])
+    issued = bind(paths)
+    with (
+        open_engine(paths, runtime=True, semantic=False) as writer_engine,
+        open_engine(paths, runtime=True, semantic=False) as reader_engine,
+    ):
+        writer = InProcessAgent(writer_engine, issued.binding)
+        reader = InProcessAgent(reader_engine, issued.binding)
+        own_misses = other_misses = 0
+        for round_ in range(20):
+            word = f"zebra{round_}quokka"
+            record_id = writer.remember(f"The {word} runbook lives in the ops wiki.")
+            other_misses += record_id not in _found(reader, word)
+            own_misses += record_id not in _found(writer, word)
+    assert own_misses == 0
+    assert other_misses >= 15
+
+
+def test_reads_go_on_when_a_standby_stops(tmp_path: Path, replicated: Topology) -> None:
+    paths = topology_home(tmp_path / "home", replicated, database="stops", keys="stops_keys")
+    issued = bind(paths)
+    with open_engine(paths, runtime=True, semantic=False) as engine:
+        agent = InProcessAgent(engine, issued.binding)
+        record_id = agent.remember("The on-call phone is in the second drawer.")
+        assert record_id in _found(agent, "on-call phone")
+        replicated.standbys[0].crash()
+        try:
+            for _ in range(10):
+                assert record_id in _found(agent, "on-call phone")
+        finally:
+            replicated.standbys[0].start()
+        store = engine.deps.store
+        assert isinstance(store, PostgresStore)
+        stats = store.routing_stats()
+    assert stats is not None and stats.failures >= 1, stats
