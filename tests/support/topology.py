@@ -138,6 +138,7 @@ class Bouncer:
             "max_client_conn = 500\n"
             "default_pool_size = 8\n"
             "server_reset_query =\n"
+            "server_round_robin = 1\n"  # FIFO: a client's next transaction on another server connection
             f"logfile = {self.base / 'pgbouncer.log'}\n",
             encoding="utf-8",
         )
@@ -261,6 +262,7 @@ class Topology:
             "max_connections": "200",
             "hot_standby": "on",
             "hot_standby_feedback": "on",
+            "wal_receiver_status_interval": "1s",  # how stale the snapshot horizon it reports may be
             "cluster_name": name,
         }
         if delay_ms is not None:
