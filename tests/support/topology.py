@@ -197,6 +197,11 @@ class Topology:
             for number in range(1, standbys + 1):
                 delay = delayed_ms if delayed_ms is not None and number == standbys else None
                 topology._add_standby(f"standby{number}", delay)
+            if synchronous:  # only now: a commit would wait for a standby that does not exist yet
+                with topology.primary.connect() as db:
+                    db.execute("ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
+                    db.execute("ALTER SYSTEM SET synchronous_commit = 'on'")
+                    db.execute("SELECT pg_reload_conf()")
             if pooler:
                 topology.bouncer = Bouncer(base / "pgbouncer", topology.primary)
                 topology.bouncer.start()
@@ -230,9 +235,6 @@ class Topology:
             "max_wal_senders": "10",
             "wal_keep_size": "256MB",
         }
-        if synchronous:
-            node.settings["synchronous_standby_names"] = "standby1"
-            node.settings["synchronous_commit"] = "on"
         node.start()
         with node.connect() as db:
             db.execute(f"CREATE ROLE {OWNER_ROLE} LOGIN BYPASSRLS")
