@@ -12,7 +12,10 @@ from engram_memory.host.settings import (
     DEFAULT_HOME,
     HOME_ENV,
     HostPaths,
+    SettingsError,
+    StoreSettings,
     binding_from_environment,
+    parse_store_settings,
     resolve_home,
 )
 
@@ -101,3 +104,29 @@ def test_binding_from_environment_reads_process_environment_when_none_is_passed(
     assert binding_from_environment(None) == "process-token"
     monkeypatch.delenv(BINDING_ENV)
     assert binding_from_environment(None) is None
+
+
+def test_store_settings_keep_standbys_direct_url_and_unprepared_statements() -> None:
+    settings = StoreSettings(
+        store="postgresql://engram_owner@pooler/engram",
+        read_urls=("postgresql://engram_owner@standby1/engram", "postgresql://engram_owner@standby2/engram"),
+        direct_url="postgresql://engram_owner@primary/engram",
+        prepared_statements=False,
+    )
+    assert parse_store_settings(settings.to_toml()) == settings
+    assert parse_store_settings('store = "postgresql://o@h/db"\n') == StoreSettings(store="postgresql://o@h/db")
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('store = "postgresql://o@h/db"\nread_urls = "postgresql://o@s/db"\n', "read_urls"),
+        ('store = "postgresql://o@h/db"\nread_urls = ["mysql://o@s/db"]\n', "read_urls"),
+        ('store = "postgresql://o@h/db"\ndirect_url = 5\n', "direct_url"),
+        ('store = "postgresql://o@h/db"\nprepared_statements = "no"\n', "prepared_statements"),
+        ('store = "sqlite"\nread_urls = ["postgresql://o@s/db"]\n', "PostgreSQL store only"),
+    ],
+)
+def test_store_settings_refuse_replication_keys_that_cannot_be_used(text: str, named: str) -> None:
+    with pytest.raises(SettingsError, match=named):
+        parse_store_settings(text)
