@@ -95,6 +95,22 @@ class Node:
     def promote(self) -> None:
         _run([str(server_bindir() / "pg_ctl"), "-D", str(self.data), "-w", "promote"])
 
+    def cpu_s(self) -> float:
+        """CPU seconds the server's processes (the postmaster and its children) have used so far."""
+        postmaster = int((self.data / "postmaster.pid").read_text(encoding="utf-8").split()[0])
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(entry.name) == postmaster or int(fields[1]) == postmaster:
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / ticks
+
     def position(self) -> int:
         with self.connect() as db:
             row = db.execute(
@@ -306,3 +322,23 @@ def configure_home(paths: HostPaths, **changes: object) -> StoreSettings:
     settings = replace(store_settings(paths), **changes)  # type: ignore[arg-type]
     paths.config.write_text(settings.to_toml(), encoding="utf-8")
     return settings
+
+
+def either_node(nodes: Sequence[Node], role: str, database: str) -> str:
+    """One URL naming every node: libpq connects to the first that accepts writes."""
+    hosts = ",".join(str(node.socket_dir) for node in nodes)
+    ports = ",".join(str(node.port) for node in nodes)
+    return f"postgresql://{role}@/{database}?host={hosts}&port={ports}&target_session_attrs=read-write"
+
+
+def failover_home(folder: Path, topology: Topology) -> HostPaths:
+    """A home `init` made through a URL naming the primary and its standbys, which follows a promotion."""
+    from engram_memory.host.compose import init_home
+
+    nodes = [topology.primary, *topology.standbys]
+    store, keys = topology.new_database("failover"), topology.new_database("failover_keys")
+    paths = HostPaths(home=folder)
+    init_home(
+        paths, either_node(nodes, OWNER_ROLE, store), app_role=APP_ROLE, vault=either_node(nodes, OWNER_ROLE, keys)
+    )
+    return paths

@@ -10,6 +10,8 @@ from engram_memory.host.compose import open_engine
 from engram_memory.stores.postgres.store import PostgresStore
 from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
+from tests.support.payloads import PURPOSE
+from tests.support.replica_load import note, team_load
 from tests.support.topology import Topology
 from tests.topology.conftest import topology_home
 
@@ -20,7 +22,7 @@ GET = "engram_memory_get"
 
 
 def _found(agent: InProcessAgent, query: str) -> list[str]:
-    value = agent.value(SEARCH, {"query": query, "purpose_ref": "purpose:tests"})
+    value = agent.value(SEARCH, {"query": query, "purpose_ref": PURPOSE})
     return [packet["record"]["record_id"] for packet in value["records"]]
 
 
@@ -34,7 +36,7 @@ def test_a_read_after_the_same_process_write_never_misses_it(tmp_path: Path, rep
         for round_ in range(25):
             record_id = agent.remember(f"Deploy window {round_} is Tuesday 14:00 for the payments service.")
             assert record_id in _found(agent, f"deploy window {round_}"), round_
-            assert agent.value(GET, {"record_id": record_id, "purpose_ref": "purpose:tests"})["record"]
+            assert agent.value(GET, {"record_id": record_id, "purpose_ref": PURPOSE})["record"]
         stats = store.routing_stats()
     assert stats is not None
     assert stats.standby_reads >= 40, stats
@@ -81,3 +83,35 @@ def test_reads_go_on_when_a_standby_stops(tmp_path: Path, replicated: Topology) 
         assert isinstance(store, PostgresStore)
         stats = store.routing_stats()
     assert stats is not None and stats.failures >= 1, stats
+
+
+def test_the_semantic_index_answers_from_standbys(tmp_path: Path, replicated: Topology) -> None:
+    """Hybrid search on standbys: the semantic channel finds a paraphrase, in another language too, right
+    after the write, and stops finding a record once it is forgotten."""
+    paths = topology_home(tmp_path / "home", replicated, database="semantic", keys="semantic_keys")
+    issued = bind(paths)
+    with open_engine(paths, runtime=True) as engine:
+        assert engine.deps.semantic is not None
+        agent = InProcessAgent(engine, issued.binding)
+        car = agent.remember("자동차는 겨울이 오기 전에 새 타이어가 필요하다.")
+        agent.remember("Quarterly invoices are mailed on the first Monday.")
+        value = agent.value(SEARCH, {"query": "When should the vehicle get fresh tires?", "purpose_ref": PURPOSE})
+        assert value["rank_receipt"]["profile"] == "hybrid-convex"
+        assert [packet["record"]["record_id"] for packet in value["records"]][:1] == [car]
+        store = engine.deps.store
+        assert isinstance(store, PostgresStore)
+        stats = store.routing_stats()
+        assert stats is not None and stats.standby_reads >= 1, stats
+
+
+def test_standbys_answer_most_of_a_writing_team_s_searches(tmp_path: Path, replicated: Topology) -> None:
+    """bench/replicas.py's steady state, short: three agents search, and every fifth step one writes a
+    note and searches for it at once. The late standby is left alone once it cannot keep up."""
+    paths = topology_home(tmp_path / "home", replicated, database="team", keys="team_keys")
+    issued = bind(paths)
+    with open_engine(paths, runtime=True, semantic=False) as engine:
+        agent = InProcessAgent(engine, issued.binding)
+        agent.remember_many([note(number)[0] for number in range(200)])
+        figures = team_load(engine, issued.binding, replicated.primary, agents=3, seconds=4.0, write_every=5, first=200)
+    assert figures.writes >= 5 and figures.stale == 0, figures
+    assert figures.standby_share >= 0.8, figures.routing

@@ -30,12 +30,16 @@ POSITION_SQL = (
     "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()"
     " ELSE pg_current_wal_insert_lsn() END - '0/0'::pg_lsn)::int8"
 )
-# After a commit on the primary: at or past the end of every WAL record this session inserted.
-COMMITTED_SQL = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8"
+# After a commit on the primary, a position at or past it: for a commit that waited for its flush, how far
+# WAL is flushed (a standby can have no more); for one that did not wait, how far WAL is inserted, which a
+# standby reaches once the WAL writer has flushed it.
+FLUSHED_SQL = "SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8"
+INSERTED_SQL = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8"
 WAIT_S = 0.25  # how long a read waits for a standby to replay its position before the primary answers
 POLL_S = 0.002  # between two looks at a standby's position while waiting
 CHECKOUT_S = 0.2  # a standby's pool gives a connection within this, or the standby counts as failed
-RESTING_S = 2.0  # a standby that failed, or could not catch up in time, is not waited for this long
+RESTING_S = 2.0  # a standby that failed, or could not catch up in time, is not asked for this long
+MAX_WAITS_KEPT = 100_000  # waits kept for the figures: the latest
 MAX_SCOPES = 50_000  # positions kept by scope; an evicted scope's position becomes the floor of all
 
 
@@ -82,7 +86,7 @@ class RoutingStats:
     primary_reads: int = 0
     fallbacks: int = 0  # reads a standby could not serve in time, or failed, answered by the primary
     failures: int = 0  # standbys that failed a checkout or a read
-    waits_s: list[float] = field(default_factory=list)  # reads that waited for a standby: how long
+    waits_s: list[float] = field(default_factory=list)  # reads that waited for a standby: how long (the last)
 
     def copy(self) -> RoutingStats:
         return RoutingStats(self.standby_reads, self.primary_reads, self.fallbacks, self.failures, list(self.waits_s))
@@ -170,11 +174,13 @@ class ReadRouter:
             if standby.seen >= required:
                 if waited:
                     with self._lock:
+                        if len(self._stats.waits_s) >= MAX_WAITS_KEPT:
+                            del self._stats.waits_s[: MAX_WAITS_KEPT // 2]
                         self._stats.waits_s.append(self._clock() - started)
                 return True
             if self._clock() >= deadline:
                 if wait:
-                    standby.resting_until = self._clock() + RESTING_S  # behind by more than a wait: ask, never wait
+                    standby.resting_until = self._clock() + RESTING_S  # behind by more than a wait
                 return False
             self._sleep(POLL_S)
             waited = True
@@ -199,7 +205,8 @@ def position_of(connection: Connection) -> int:
     return _position(connection)
 
 
-def committed_position(connection: Connection) -> int:
-    """On the primary, after a commit: a position at or past that commit. Raises psycopg.Error."""
-    row = connection.execute(COMMITTED_SQL).fetchone()
+def committed_position(connection: Connection, *, flushed: bool) -> int:
+    """On the primary, after a commit (`flushed`: one that waited for its WAL to be flushed): a position at
+    or past that commit. Raises psycopg.Error."""
+    row = connection.execute(FLUSHED_SQL if flushed else INSERTED_SQL).fetchone()
     return int(row[0]) if row and row[0] is not None else 0

@@ -209,7 +209,7 @@ class PostgresStore:
             ):
                 db.execute("COMMIT")
                 if self._router is not None:
-                    self._router.positions.advance(scopes, committed_position(connection))
+                    self._router.positions.advance(scopes, committed_position(connection, flushed=not relaxed))
         finally:
             self._pool.putconn(connection)
         if self._erasure_pending and batch is None:
@@ -262,7 +262,7 @@ class PostgresStore:
                 raise ContractError(ErrorCode.MUTATION_OUTCOME_UNKNOWN)
             if self._router is not None and batch.touched:
                 with POSTGRES.translated(ErrorCode.MUTATION_OUTCOME_UNKNOWN, failed="batch position unknown"):
-                    self._router.positions.advance(batch.touched, committed_position(connection))
+                    self._router.positions.advance(batch.touched, committed_position(connection, flushed=True))
         finally:
             db.pipeline = None
             del self._batches[batch.thread]
