@@ -97,6 +97,7 @@ def test_init_creates_the_schema_the_config_and_exactly_the_runtime_grants(
             7,
             8,
             9,
+            10,
         ]
         forced = db.execute(
             "SELECT relname FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relkind = 'r' ORDER BY 1"

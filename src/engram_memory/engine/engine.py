@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.envelopes import failure, refusal, success
@@ -88,6 +88,17 @@ class AgentCall:
     binding: Binding | None
     tool_name: str
     arguments: object
+
+
+class AnswersCalls(Protocol):
+    """What the MCP server needs of whatever answers agent calls: an Engine, or the host's engines of
+    several clusters, each call sent to its tenant's (host/routed_engines.py)."""
+
+    def handle(self, binding: Binding | None, tool_name: str, arguments: object) -> dict[str, Any]: ...
+
+    def handle_group(self, calls: Sequence[AgentCall]) -> list[dict[str, Any] | ProtocolFault]: ...
+
+    def vector_queue_depth(self) -> int: ...
 
 
 # The tools whose calls may share a commit when they arrive together: the write path an agent repeats

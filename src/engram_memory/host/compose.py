@@ -11,6 +11,7 @@ import getpass
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from engram_memory.contract.binding import Binding
@@ -40,6 +41,7 @@ from engram_memory.host.keys.files import (
     load_signing_key,
 )
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML, FilePolicySource
+from engram_memory.host.routed_engines import Serving, routed_serving
 from engram_memory.host.settings import (
     SQLITE_STORE,
     HomeError,
@@ -48,6 +50,7 @@ from engram_memory.host.settings import (
     store_settings,
     toml_string,
 )
+from engram_memory.host.tenant_routes import HOME_CLUSTER, RoutesWatcher, read_routes
 from engram_memory.stores.sql.vault import HostKeyVault, VaultCounts
 
 
@@ -150,22 +153,35 @@ def open_vault(paths: HostPaths, *, runtime: bool = False) -> HostKeyVault:
 
 
 @contextmanager
-def serving_engines(paths: HostPaths) -> Iterator[tuple[Engine, Engine]]:
-    """(agents, owner): agent calls through the runtime role, housekeeping and checks as the owner.
-
-    On SQLite both are the same engine: there is no role to separate.
-    """
+def serving_engines(paths: HostPaths) -> Iterator[Serving]:
+    """Agent calls through the runtime role; housekeeping and checks as the owner. On SQLite both are the
+    same engine: there is no role to separate. A home whose tenants.toml names clusters gets a pair per
+    cluster, each call answered by its tenant's (host/routed_engines.py). Raises HomeError."""
     if not store_backend(paths).runtime_role:
+        if paths.tenants.exists():
+            raise HomeError("tenants.toml applies to a PostgreSQL home only")
         with open_engine(paths) as engine:
-            yield engine, engine
+            yield Serving(engine, engine, [engine])
+        return
+    try:
+        routes = read_routes(paths)
+    except (OSError, ValueError) as exc:
+        raise HomeError(f"cannot read {paths.tenants}: {exc}") from exc
+    if routes.clusters:
+        watcher = RoutesWatcher(paths, routes)
+        with routed_serving(watcher, routes.names(), partial(open_engine, paths)) as serving:
+            yield serving
         return
     with open_engine(paths) as owner, open_engine(paths, runtime=True) as agents:
-        yield agents, owner
+        yield Serving(agents, owner, [owner])
 
 
 @contextmanager
-def open_engine(paths: HostPaths, *, runtime: bool = False, semantic: bool | None = None) -> Iterator[Engine]:
-    """An engine over the home's store; the store is closed when the block ends.
+def open_engine(
+    paths: HostPaths, *, runtime: bool = False, semantic: bool | None = None, cluster: str = HOME_CLUSTER
+) -> Iterator[Engine]:
+    """An engine over the home's store (or over another cluster's of tenants.toml, with the home's keys);
+    the store is closed when the block ends.
 
     `semantic`: None ranks with the embedding model when the semantic extra is installed (the default
     profile), False ranks lexically only, True asks for the model (the engine has none if it is missing).
@@ -175,6 +191,11 @@ def open_engine(paths: HostPaths, *, runtime: bool = False, semantic: bool | Non
     and verification need the owner: runtime=False). On SQLite it changes nothing.
     """
     settings = store_settings(paths)
+    if cluster != HOME_CLUSTER:
+        try:
+            settings = read_routes(paths).settings_for(settings, cluster)
+        except (OSError, ValueError) as exc:
+            raise HomeError(f"cannot use cluster '{cluster}': {exc}") from exc
     backend, vault_kind = store_backend(paths, settings), vault_backend(paths, settings)
     backend.require()
     if any(not needed.exists() for needed in vault_kind.needed_files()):

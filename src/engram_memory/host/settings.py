@@ -41,6 +41,11 @@ class HostPaths:
         return self.home / "access.toml"
 
     @property
+    def tenants(self) -> Path:
+        """Which cluster each tenant lives in (host/tenant_routes.py); absent: every tenant at home."""
+        return self.home / "tenants.toml"
+
+    @property
     def store_dir(self) -> Path:
         return self.home / "store"
 

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from engram_memory.contract.errors import ProtocolFault
-from engram_memory.engine.engine import AgentCall, Engine
+from engram_memory.engine.engine import AgentCall, AnswersCalls
 
 # At most this many calls share one commit; the rest wait for the next.
 GROUP_LIMIT = 64
@@ -32,7 +32,7 @@ class _Waiting:
 class CallGroups:
     """Lives on the event loop: only the loop's own tasks touch the queue, so it needs no lock."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: AnswersCalls) -> None:
         self._engine = engine
         self._waiting: list[_Waiting] = []
         self._running = False

@@ -23,7 +23,7 @@ from engram_memory.contract.errors import ErrorCode, ProtocolFault
 from engram_memory.contract.schema_faults import schema_fault
 from engram_memory.contract.schemas import input_schema
 from engram_memory.contract.tools import Tool
-from engram_memory.engine.engine import GROUPED_TOOLS, AgentCall, Engine
+from engram_memory.engine.engine import GROUPED_TOOLS, AgentCall, AnswersCalls
 from engram_memory.mcp.grouping import CallGroups
 from engram_memory.mcp.guide import GUIDE_PROMPT, PROMPT, guide
 from engram_memory.mcp.tools import INSTRUCTIONS, tool_definitions
@@ -73,7 +73,7 @@ def _input_schema_of(name: str) -> Mapping[str, Any] | None:
 
 
 def build_server(
-    engine: Engine,
+    engine: AnswersCalls,
     binding_source: BindingSource,
     *,
     observe: CallObserver | None = None,

@@ -29,6 +29,7 @@ from engram_memory.host.cli import (
     reindex,
     review,
     serve,
+    tenants,
     transfer,
 )
 from engram_memory.host.cli.common import GLOBAL_HOME, err, one_line, say
@@ -55,6 +56,7 @@ for module in (
     keys,
     recovery_key,
     reindex,
+    tenants,
 ):
     module.register(app)
 

@@ -204,13 +204,15 @@ def serve(
     try:
         if http:
             refuse_unsafe_address(host, allow_remote)
-        with serving_engines(paths) as (agents, owner):
-            # Indexes built by another tokenizer or model are moved first: a stale scope cannot be searched.
-            cli_index.serve_reindex(owner, log.info)
-            # A store that fails its start-up check is refused rather than allowed to answer wrongly.
-            first = owner.verify(full=False).first
-            if first is not None:
-                fail(f"{first.line}; run engram-memory verify")
+        with serving_engines(paths) as serving:
+            agents, owner = serving.agents, serving.owner
+            for checked in serving.owners:
+                # Indexes built by another tokenizer or model are moved first: a stale scope cannot be searched.
+                cli_index.serve_reindex(checked, log.info)
+                # A store that fails its start-up check is refused rather than allowed to answer wrongly.
+                first = checked.verify(full=False).first
+                if first is not None:
+                    fail(f"{first.line}; run engram-memory verify")
             if http:
                 public_key = load_signing_key(paths).public_key()
                 guard = GuardSettings(header_timeout, body_timeout, max_connections)
@@ -228,6 +230,7 @@ def serve(
                         access_log=access_log,
                         sign_in=sign_in,
                         tls=_tls(tls_cert, tls_key),
+                        owners=serving.owners,
                     )
                 return
             source = StdioBinding(
@@ -239,7 +242,7 @@ def serve(
             line, warning = source.describe()
             (log.warning if warning else log.info)(line)
             server = build_server(agents, lambda _ctx: source.binding())
-            anyio.run(serve_with_housekeeping, server, owner, housekeeping_every, source.refusal)
+            anyio.run(serve_with_housekeeping, server, serving.owners, housekeeping_every, source.refusal)
     except (ListenError, SignInSetupError) as exc:
         fail(str(exc))
     except (HomeError, KeyFileError) as exc:

@@ -24,7 +24,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute
 
 from engram_memory.contract.binding import Binding
-from engram_memory.engine.engine import Engine
+from engram_memory.engine.engine import AnswersCalls, Engine
 from engram_memory.host.bindings import BindingError, verify_binding
 from engram_memory.host.serve.http_guard import ConnectionGuard, GuardSettings, descriptor_budget, guarded_protocol
 from engram_memory.host.serve.observability import AccessLog, Metrics, health_routes
@@ -132,15 +132,15 @@ class SignalQuietServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-async def _serve(server: uvicorn.Server, sock: socket.socket, owner: Engine, interval_s: float) -> None:
+async def _serve(server: uvicorn.Server, sock: socket.socket, owners: Sequence[Engine], interval_s: float) -> None:
     async with anyio.create_task_group() as group:
-        group.start_soon(housekeeping_loop, owner, interval_s)
+        group.start_soon(housekeeping_loop, owners, interval_s)
         await server.serve(sockets=[sock])
         group.cancel_scope.cancel()
 
 
 def serve_http(
-    agents: Engine,
+    agents: AnswersCalls,
     owner: Engine,
     public_key: Ed25519PublicKey,
     *,
@@ -152,11 +152,13 @@ def serve_http(
     access_log: bool = False,
     sign_in: SignIn | None = None,
     tls: Tls | None = None,
+    owners: Sequence[Engine] = (),
 ) -> None:
     """Serves until SIGINT or SIGTERM. Raises ListenError when the address cannot be bound.
 
-    `agents` answers the calls (the runtime role on PostgreSQL); `owner` runs the housekeeping and the
-    readiness probe. `metrics_port`: serve Prometheus metrics on 127.0.0.1 there (0 picks a port).
+    `agents` answers the calls (the runtime role on PostgreSQL); `owner` runs the readiness probe, and
+    the housekeeping with `owners` (every cluster's, when the home's tenants live in several).
+    `metrics_port`: serve Prometheus metrics on 127.0.0.1 there (0 picks a port).
     `sign_in`: this host is also the authorization server of its endpoint (people sign in; their clients'
     tokens are bindings the access rules decide). `tls`: serve HTTPS with this certificate and key.
     """
@@ -208,7 +210,7 @@ def serve_http(
         logger.info("serving MCP over streamable HTTP at %s", endpoint_url(host, bound_port, https=tls is not None))
         if sign_in is not None:
             logger.info("people sign in at %s for %s", sign_in.authorization.issuer, sign_in.authorization.resource)
-        anyio.run(_serve, SignalQuietServer(config), sock, owner, housekeeping_every_s)
+        anyio.run(_serve, SignalQuietServer(config), sock, owners or [owner], housekeeping_every_s)
     except KeyboardInterrupt:  # Ctrl-C before uvicorn took over the signals
         logger.info("stopped")
     finally:

@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engram_memory.engine.engine import Engine
+from engram_memory.engine.engine import AnswersCalls, Engine
 
 __all__ = ["AccessLog", "Metrics", "health_routes"]
 
@@ -62,7 +62,7 @@ class Metrics:
             registry=self.registry,
         )
 
-    def watch_queue(self, engine: Engine) -> None:
+    def watch_queue(self, engine: AnswersCalls) -> None:
         """Reports the engine's vector queue at every scrape (the indexer embeds beside the admissions)."""
         gauge = Gauge(
             "engram_memory_vector_queue_depth",

@@ -7,6 +7,7 @@ and retried next time, never allowed to stop the server.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -35,16 +36,18 @@ def housekeep_once(engine: Engine) -> tuple[int, int]:
     return len(expired), swept
 
 
-async def housekeeping_loop(engine: Engine, interval_s: float) -> None:
+async def housekeeping_loop(owners: Sequence[Engine], interval_s: float) -> None:
+    """`owners`: the owner's engine of every cluster the home's tenants live in (one, most often)."""
     while True:
-        await anyio.to_thread.run_sync(housekeep_once, engine)
+        for owner in owners:
+            await anyio.to_thread.run_sync(housekeep_once, owner)
         await anyio.sleep(interval_s)
 
 
 async def serve_with_housekeeping(
-    server: Server[Any], owner: Engine, interval_s: float, refusal: Refusal | None = None
+    server: Server[Any], owners: Sequence[Engine], interval_s: float, refusal: Refusal | None = None
 ) -> None:
     async with anyio.create_task_group() as group:
-        group.start_soon(housekeeping_loop, owner, interval_s)
+        group.start_soon(housekeeping_loop, owners, interval_s)
         await serve_stdio(server, refusal)
         group.cancel_scope.cancel()

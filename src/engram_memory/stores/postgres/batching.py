@@ -39,6 +39,7 @@ from engram_memory.stores.postgres.lock_facts import LockFacts
 from engram_memory.stores.postgres.queries import PostgresTx
 
 WRITE_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+MOVED_AWAY = "EM001"  # engram_tenant_here's SQLSTATE (migration 0010)
 CHUNK_WRITES = 500  # writes (and the thread's reads) per commit: how long a batch makes others wait for its scope
 CHUNK_SAVEPOINTS = 60  # savepoints per commit: under the 64 subtransactions a backend caches
 
@@ -59,11 +60,12 @@ def begin_writer(
     keys: Sequence[int] | None,
     tenant: str | None,
     relaxed: bool = False,
+    writes_for: Collection[str] = (),
 ) -> None:
     """Begins a writer's transaction in one round trip: the lock timeout and custom plans, then the
     database's write lock (exclusive when `keys` is None, else shared), then each key's lock in the order
-    given (sorted by the caller, so two writers never deadlock), then the tenant. A target list is
-    evaluated in order."""
+    given (sorted by the caller, so two writers never deadlock), then the tenant; last, that none of the
+    tenants it `writes_for` was moved to another cluster. A target list is evaluated in order."""
     literal = _literal(db.raw)
     first = [f"set_config('lock_timeout', {literal(lock_timeout)}, true)", _CUSTOM_PLANS]
     if keys is None:
@@ -75,6 +77,10 @@ def begin_writer(
         first.append(f"set_config('app.tenant', {literal(tenant)}, true)")
     statements = [WRITE_BEGIN, "SELECT " + ", ".join(first)]
     statements += [f"SELECT pg_advisory_xact_lock({int(key)})" for key in (keys or [])[1:]]
+    if writes_for:
+        # Raises once one of the tenants was moved away. A statement of its own, after the locks: its
+        # snapshot then sees a move committed while this writer waited for them.
+        statements.append("SELECT " + ", ".join(f"engram_tenant_here({literal(name)})" for name in sorted(writes_for)))
     if relaxed:
         statements.append("SET LOCAL synchronous_commit TO OFF")
     if db.pipeline is None:
@@ -83,6 +89,12 @@ def begin_writer(
     for statement in statements:  # a pipeline sends each on its own, without waiting
         db.execute(statement)
     db.sync()  # a lock that timed out raises here, before the transaction holds anything
+
+
+def moved_away(error: ContractError) -> bool:
+    """Whether a write was refused because a tenant it names was moved to another cluster."""
+    cause = error.__cause__
+    return isinstance(cause, psycopg.Error) and cause.sqlstate == MOVED_AWAY
 
 
 def only_tenant(scopes: Collection[Scope] | None) -> str | None:
@@ -157,20 +169,15 @@ class Batch:
             if self.failed:
                 raise ContractError(ErrorCode.STORE_UNAVAILABLE)
         if not self._open:
-            # The scopes the batch expects to write are locked with this write's, in one order.
-            wanted = {*scopes, *self._expected}
-            keys = frozenset(self._lock_key(scope) for scope in wanted)
-            tenant = only_tenant(wanted)
-            # Nothing is held yet: a lock that timed out fails this write alone, as outside a batch.
-            with POSTGRES.translated(undo=self.rollback, conflicts_rerun=True), self.db.unflushed():
-                begin_writer(
-                    self.db,
-                    write_lock=self._write_lock,
-                    lock_timeout=self._lock_timeout,
-                    keys=sorted(keys),
-                    tenant=tenant,
-                )
-            self._open, self._held, self._tenant, self._writes, self._savepoints = True, keys, tenant, 0, 0
+            try:
+                # The scopes the batch expects to write are locked with this write's, in one order.
+                self._begin({*scopes, *self._expected})
+            except ContractError as exc:
+                if not (moved_away(exc) and self._expected - set(scopes)):
+                    raise
+                # A tenant of the others moved away: that is theirs to hear, each alone, not this write's.
+                self._expected.clear()
+                self._begin(set(scopes))
         self._pending.begin_write()
         tx = PostgresTx(self.db, tenant=self._tenant, heads=self._heads, pending=self._pending, facts=self.facts)
         self._tx, self._savepoint_open = tx, False
@@ -188,6 +195,22 @@ class Batch:
             self._tx, self._savepoint_open = None, False
         self._tenant = tx.tenant
         self._writes += 1
+
+    def _begin(self, wanted: set[Scope]) -> None:
+        """Opens the batch's transaction for these scopes. Nothing is held yet: a failure (a lock that timed
+        out, a tenant moved away) fails this write alone, as outside a batch."""
+        keys = frozenset(self._lock_key(scope) for scope in wanted)
+        tenant = only_tenant(wanted)
+        with POSTGRES.translated(undo=self.rollback, conflicts_rerun=True), self.db.unflushed():
+            begin_writer(
+                self.db,
+                write_lock=self._write_lock,
+                lock_timeout=self._lock_timeout,
+                keys=sorted(keys),
+                tenant=tenant,
+                writes_for={scope.tenant for scope in wanted},
+            )
+        self._open, self._held, self._tenant, self._writes, self._savepoints = True, keys, tenant, 0, 0
 
     def _failed_write(self) -> None:
         """Undoes the write that failed: its held rows, and what of it reached the transaction."""

@@ -167,7 +167,13 @@ class PostgresStore:
             if writer:
                 keys = None if scopes is None else sorted({scope_lock_key(scope) for scope in scopes})
                 begin_writer(
-                    db, write_lock=WRITE_LOCK, lock_timeout=LOCK_TIMEOUT, keys=keys, tenant=tenant, relaxed=relaxed
+                    db,
+                    write_lock=WRITE_LOCK,
+                    lock_timeout=LOCK_TIMEOUT,
+                    keys=keys,
+                    tenant=tenant,
+                    relaxed=relaxed,
+                    writes_for={scope.tenant for scope in scopes or ()},
                 )
             else:
                 db.execute(begin)

@@ -1,0 +1,164 @@
+"""Which PostgreSQL cluster each tenant lives in: `tenants.toml` in the home, beside config.toml.
+
+    [clusters.east]
+    store = "postgresql://engram_owner@east.internal/engram"
+    read_urls = ["postgresql://engram_owner@east-standby.internal/engram"]  # optional
+    direct_url = "postgresql://engram_owner@east.internal/engram"    # optional
+
+    [tenants]
+    acme = "east"
+
+A tenant not named lives in the home's own store (the cluster `home`). Every cluster shares the home's
+keys, runtime role, pool size and prepared-statement setting, and its key vault: one vault holds every
+tenant's data keys, the revocations every engine checks, and the people who sign in.
+`engram-memory tenants move` rewrites the file; a serving process reads it again whenever it changed,
+before each call.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from engram_memory.host.settings import HostPaths, SettingsError, StoreSettings, is_postgres_url, toml_string
+
+HOME_CLUSTER = "home"
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    store: str
+    read_urls: tuple[str, ...] = ()
+    direct_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TenantRoutes:
+    clusters: Mapping[str, Cluster] = field(default_factory=dict)
+    tenants: Mapping[str, str] = field(default_factory=dict)
+
+    def cluster_of(self, tenant: str) -> str:
+        return self.tenants.get(tenant, HOME_CLUSTER)
+
+    def names(self) -> list[str]:
+        """Every cluster, the home's first."""
+        return [HOME_CLUSTER, *sorted(self.clusters)]
+
+    def settings_for(self, home: StoreSettings, cluster: str) -> StoreSettings:
+        """The home's store settings, with the cluster's databases. Raises SettingsError for an unknown name."""
+        if cluster == HOME_CLUSTER:
+            return home
+        if cluster not in self.clusters:
+            raise SettingsError(f"tenants.toml names no cluster '{cluster}'")
+        chosen = self.clusters[cluster]
+        return replace(
+            home,
+            store=chosen.store,
+            read_urls=chosen.read_urls,
+            direct_url=chosen.direct_url,
+        )
+
+    def moved(self, tenant: str, cluster: str) -> TenantRoutes:
+        tenants = {name: where for name, where in self.tenants.items() if name != tenant}
+        if cluster != HOME_CLUSTER:
+            tenants[tenant] = cluster
+        return TenantRoutes(self.clusters, tenants)
+
+    def to_toml(self) -> str:
+        lines = ["# Which cluster each tenant lives in (engram-memory tenants move rewrites this file)."]
+        for name in sorted(self.clusters):
+            cluster = self.clusters[name]
+            lines += ["", f"[clusters.{name}]", f"store = {toml_string(cluster.store)}"]
+            if cluster.read_urls:
+                lines.append(f"read_urls = [{', '.join(toml_string(url) for url in cluster.read_urls)}]")
+            if cluster.direct_url is not None:
+                lines.append(f"direct_url = {toml_string(cluster.direct_url)}")
+        lines += ["", "[tenants]"]
+        lines += [f"{toml_string(tenant)} = {toml_string(cluster)}" for tenant, cluster in sorted(self.tenants.items())]
+        return "\n".join(lines) + "\n"
+
+
+def parse_routes(text: str) -> TenantRoutes:
+    """Raises SettingsError naming what is wrong, and tomllib.TOMLDecodeError for text that is not TOML."""
+    config: dict[str, Any] = tomllib.loads(text)
+    unknown = set(config) - {"clusters", "tenants"}
+    if unknown:
+        raise SettingsError(f"tenants.toml: unknown key '{sorted(unknown)[0]}'")
+    clusters_in, tenants_in = config.get("clusters", {}), config.get("tenants", {})
+    if not isinstance(clusters_in, dict) or not isinstance(tenants_in, dict):
+        raise SettingsError("tenants.toml: [clusters] and [tenants] must be tables")
+    clusters = {name: _cluster(name, value) for name, value in clusters_in.items()}
+    for tenant, cluster in tenants_in.items():
+        if not isinstance(cluster, str) or (cluster != HOME_CLUSTER and cluster not in clusters):
+            raise SettingsError(f"tenants.toml: tenant '{tenant}' names no cluster of [clusters]")
+    return TenantRoutes(clusters, {tenant: str(cluster) for tenant, cluster in tenants_in.items()})
+
+
+def _cluster(name: str, value: object) -> Cluster:
+    if not _NAME.fullmatch(name) or name == HOME_CLUSTER:
+        raise SettingsError(f"tenants.toml: '{name}' is not a cluster name (a-z, 0-9, _ and -; not 'home')")
+    if not isinstance(value, dict) or set(value) - {"store", "read_urls", "direct_url"}:
+        raise SettingsError(f"tenants.toml: [clusters.{name}] takes store, read_urls and direct_url")
+    store, direct = value.get("store"), value.get("direct_url")
+    read_urls = value.get("read_urls", [])
+    if not isinstance(store, str) or not is_postgres_url(store):
+        raise SettingsError(f"tenants.toml: [clusters.{name}] store must be a postgresql:// URL")
+    if direct is not None and (not isinstance(direct, str) or not is_postgres_url(direct)):
+        raise SettingsError(f"tenants.toml: [clusters.{name}] direct_url must be a postgresql:// URL")
+    if not isinstance(read_urls, list) or not all(isinstance(url, str) and is_postgres_url(url) for url in read_urls):
+        raise SettingsError(f"tenants.toml: [clusters.{name}] read_urls must be a list of postgresql:// URLs")
+    return Cluster(store=store, read_urls=tuple(read_urls), direct_url=direct)
+
+
+def read_routes(paths: HostPaths) -> TenantRoutes:
+    """The home's routing map; an empty one (every tenant at home) when it has no tenants.toml.
+    Raises SettingsError, OSError, tomllib.TOMLDecodeError."""
+    try:
+        text = paths.tenants.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return TenantRoutes()
+    return parse_routes(text)
+
+
+def write_routes(paths: HostPaths, routes: TenantRoutes) -> None:
+    """Replaces tenants.toml at once (a reader sees the old map or the new one, never half of it)."""
+    temporary = paths.tenants.with_name(f".{paths.tenants.name}.{os.getpid()}.tmp")
+    temporary.write_text(routes.to_toml(), encoding="utf-8")
+    temporary.chmod(0o600)
+    temporary.replace(paths.tenants)
+
+
+class RoutesWatcher:
+    """The routing map as the file says now: read again when its modification time or size changed.
+    Thread-safe; a file that cannot be read keeps the last map that could (and logs nothing: the next
+    call tries again)."""
+
+    def __init__(self, paths: HostPaths, routes: TenantRoutes) -> None:
+        self._paths = paths
+        self._routes = routes
+        self._seen = self._stamp()
+        self._lock = threading.Lock()
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            stat = self._paths.tenants.stat()
+        except OSError:
+            return None
+        return stat.st_mtime_ns, stat.st_size
+
+    def current(self) -> TenantRoutes:
+        stamp = self._stamp()
+        with self._lock:
+            if stamp != self._seen:
+                try:
+                    self._routes = read_routes(self._paths)
+                    self._seen = stamp
+                except (OSError, ValueError):  # SettingsError and TOMLDecodeError are ValueErrors
+                    pass
+            return self._routes
