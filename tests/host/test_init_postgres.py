@@ -345,3 +345,25 @@ def _store_url(paths: HostPaths) -> str:
     from engram_memory.host.compose import store_settings
 
     return store_settings(paths).store
+
+
+def test_init_records_standbys_and_a_direct_url_keeping_the_rest_of_the_config(tmp_path: Path, pg_url: str) -> None:
+    paths = HostPaths(home=tmp_path / "home")
+    init_home(paths, pg_url, app_role=APP_ROLE)
+    with paths.config.open("a", encoding="utf-8") as config:
+        config.write('\n[elsewhere]\nkept = "yes"\n')
+    standby = pg_url.replace("engram_owner@", "engram_owner@standby-") if "@" in pg_url else pg_url
+    done = cli("init", "--read-url", standby, "--read-url", pg_url, "--direct-url", pg_url, "--home", paths.home)
+    assert done.code == 0, done.stderr
+    config = tomllib.loads(paths.config.read_text(encoding="utf-8"))
+    assert config["read_urls"] == [standby, pg_url] and config["direct_url"] == pg_url
+    assert config["elsewhere"] == {"kept": "yes"} and config["app_role"] == APP_ROLE
+    assert cli("init", "--read-url", pg_url, "--home", paths.home).code == 0  # replaces the list
+    assert tomllib.loads(paths.config.read_text(encoding="utf-8"))["read_urls"] == [pg_url]
+    line = assert_one_line_failure(cli("init", "--read-url", "mysql://db/x", "--home", paths.home))
+    assert "--read-url takes a postgresql:// URL" in line
+
+
+def test_init_refuses_standbys_for_an_embedded_store(tmp_path: Path) -> None:
+    line = assert_one_line_failure(cli("init", "--read-url", "postgresql://o@h/db", "--home", tmp_path / "home"))
+    assert "apply to a PostgreSQL store only" in line

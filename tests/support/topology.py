@@ -200,9 +200,11 @@ class Topology:
         delayed_ms: int | None = None,
         synchronous: bool = False,
         pooler: bool = False,
+        standby_settings: dict[str, str] | None = None,
     ) -> Iterator[Topology]:
         """`delayed_ms`: the last standby replays that late. `synchronous`: commits wait for the first
-        standby to have flushed them (synchronous_standby_names).
+        standby to have flushed them (synchronous_standby_names). `standby_settings`: server settings
+        every standby gets besides (or instead of) the defaults.
 
         Not under pytest's temp folder: the servers run as the postgres OS user, who must reach it."""
         base = Path(tempfile.mkdtemp(prefix="engram-topology-"))
@@ -212,7 +214,7 @@ class Topology:
             topology._make_primary(synchronous=synchronous)
             for number in range(1, standbys + 1):
                 delay = delayed_ms if delayed_ms is not None and number == standbys else None
-                topology._add_standby(f"standby{number}", delay)
+                topology._add_standby(f"standby{number}", delay, standby_settings or {})
             if synchronous:  # only now: a commit would wait for a standby that does not exist yet
                 with topology.primary.connect() as db:
                     db.execute("ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
@@ -256,7 +258,7 @@ class Topology:
             db.execute(f"CREATE ROLE {OWNER_ROLE} LOGIN BYPASSRLS")
             db.execute(f"CREATE ROLE {APP_ROLE} LOGIN")
 
-    def _add_standby(self, name: str, delay_ms: int | None) -> None:
+    def _add_standby(self, name: str, delay_ms: int | None, overrides: dict[str, str]) -> None:
         node = Node(name, self.base / name)
         _own(node.base, node.socket_dir)
         primary = self.primary
@@ -285,6 +287,7 @@ class Topology:
         }
         if delay_ms is not None:
             node.settings["recovery_min_apply_delay"] = f"{delay_ms}ms"
+        node.settings.update(overrides)
         node.start()
         self.standbys.append(node)
 

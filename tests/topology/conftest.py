@@ -13,7 +13,7 @@ import pytest
 from engram_memory.host.compose import init_home
 from engram_memory.host.settings import HostPaths
 from tests.support.postgres import APP_ROLE, OWNER_ROLE
-from tests.support.topology import Node, Topology, configure_home
+from tests.support.topology import Node, Topology
 
 
 def topology_home(
@@ -30,9 +30,14 @@ def topology_home(
     primary = topology.primary
     topology.new_database(database)
     topology.new_database(keys)
-    init_home(paths, primary.url(OWNER_ROLE, database), app_role=APP_ROLE, vault=primary.url(OWNER_ROLE, keys))
     chosen = topology.standbys if standbys is None else standbys
-    configure_home(paths, read_urls=tuple(node.url(OWNER_ROLE, database) for node in chosen))
+    init_home(
+        paths,
+        primary.url(OWNER_ROLE, database),
+        app_role=APP_ROLE,
+        vault=primary.url(OWNER_ROLE, keys),
+        read_urls=[node.url(OWNER_ROLE, database) for node in chosen],
+    )
     topology.caught_up(delayed_too=True)
     return paths
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_memory.host.compose import init_home, open_engine
+from engram_memory.host.compose import open_engine
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import cli
 from tests.mcp.helpers import (
@@ -29,7 +29,7 @@ from tests.support.homes import bind
 from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import PURPOSE, capture_args
 from tests.support.postgres import APP_ROLE, OWNER_ROLE
-from tests.support.topology import Topology, configure_home
+from tests.support.topology import Topology
 
 pytestmark = pytest.mark.slow
 
@@ -40,25 +40,32 @@ def pooled() -> Iterator[Topology]:
         yield topology
 
 
-def pooled_home(folder: Path, topology: Topology, name: str) -> HostPaths:
-    """As docs/operations.md says: `init` on the primary, then the pooler's URLs in config.toml."""
+def pooled_home(folder: Path, topology: Topology, name: str, *, standby: bool = True) -> HostPaths:
+    """As docs/operations.md says: `init` through the pooler with the primary's direct URL (and a standby
+    for searches and gets), then `prepared_statements = false` in config.toml."""
     assert topology.bouncer is not None
-    primary, bouncer = topology.primary, topology.bouncer
+    primary, bouncer, replica = topology.primary, topology.bouncer, topology.standbys[0]
     store, keys = topology.new_database(name), topology.new_database(f"{name}_keys")
-    paths = HostPaths(home=folder)
-    init_home(
-        paths,
+    made = cli(
+        "init",
+        "--store",
+        bouncer.url(OWNER_ROLE, store),
+        "--app-role",
+        APP_ROLE,
+        "--vault",
+        bouncer.url(OWNER_ROLE, keys),
+        "--direct-url",
         primary.url(OWNER_ROLE, store),
-        app_role=APP_ROLE,
-        vault=primary.url(OWNER_ROLE, keys),
+        *(["--read-url", replica.url(OWNER_ROLE, store)] if standby else []),
+        "--home",
+        str(folder),
+        timeout=120,
     )
-    configure_home(
-        paths,
-        store=bouncer.url(OWNER_ROLE, store),
-        vault=bouncer.url(OWNER_ROLE, keys),
-        direct_url=primary.url(OWNER_ROLE, store),
-        prepared_statements=False,
-    )
+    assert made.code == 0, made.stderr
+    paths = HostPaths(home=folder)
+    with paths.config.open("a", encoding="utf-8") as config:
+        config.write("prepared_statements = false\n")
+    topology.caught_up()
     return paths
 
 
@@ -98,7 +105,7 @@ def test_the_six_tools_work_through_pgbouncer_in_transaction_mode(tmp_path: Path
 def test_concurrent_agents_through_the_pooler_share_its_server_connections(tmp_path: Path, pooled: Topology) -> None:
     """Several transactions at once make PgBouncer hand each client's next one to another server
     connection: a statement prepared on one would not exist on the next (prepared_statements = false)."""
-    paths = pooled_home(tmp_path / "home", pooled, "concurrent")
+    paths = pooled_home(tmp_path / "home", pooled, "concurrent", standby=False)  # searches through the pooler
     issued = bind(paths)
     with open_engine(paths, runtime=True, semantic=False) as engine:
         agent = InProcessAgent(engine, issued.binding)

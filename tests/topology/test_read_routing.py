@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from engram_memory.engine.ports.faults import TransientConflict
+from engram_memory.engine.ports.rows import Scope
 from engram_memory.host.compose import open_engine
 from engram_memory.stores.postgres.store import PostgresStore
 from tests.support.homes import bind
@@ -115,3 +117,33 @@ def test_standbys_answer_most_of_a_writing_team_s_searches(tmp_path: Path, repli
         figures = team_load(engine, issued.binding, replicated.primary, agents=3, seconds=4.0, write_every=5, first=200)
     assert figures.writes >= 5 and figures.stale == 0, figures
     assert figures.standby_share >= 0.8, figures.routing
+
+
+def test_a_read_a_recovery_conflict_cancels_runs_again_elsewhere(tmp_path: Path) -> None:
+    """A standby without feedback, which cancels its readers at once for the primary's VACUUM: the search it
+    held open fails there, and the engine's next try is answered elsewhere, never an error to the agent."""
+    impatient = {"hot_standby_feedback": "off", "max_standby_streaming_delay": "0"}
+    with Topology.built(standbys=1, standby_settings=impatient) as topology:
+        paths = topology_home(tmp_path / "home", topology, database="conflict", keys="conflict_keys")
+        issued = bind(paths)
+        with open_engine(paths, runtime=True, semantic=False) as engine:
+            agent = InProcessAgent(engine, issued.binding)
+            record_id = agent.remember("The canary deploy runs at 09:00 on weekdays.")
+            topology.caught_up()
+            store = engine.deps.store
+            assert isinstance(store, PostgresStore)
+            scope = Scope(issued.binding.tenant, issued.binding.workspace)
+            with pytest.raises(TransientConflict), store.read(scope=scope) as tx:
+                assert tx.head(scope) is not None  # the snapshot is taken on the standby
+                _churn(topology)  # rows this snapshot sees are vacuumed away on the primary, then replayed
+                tx.head(scope)
+            assert record_id in _found(agent, "canary deploy")  # the rerun went to the primary
+            stats = store.routing_stats()
+    assert stats is not None and stats.failures >= 1, stats
+
+
+def _churn(topology: Topology) -> None:
+    with topology.primary.connect("conflict", "engram_owner") as db:
+        db.execute("UPDATE scopes SET head_cursor = head_cursor")
+        db.execute("VACUUM scopes")
+    topology.caught_up()

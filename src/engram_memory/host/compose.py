@@ -8,7 +8,7 @@ owner role for the host's commands or as the runtime role (`runtime=True`) for a
 from __future__ import annotations
 
 import getpass
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -46,7 +46,9 @@ from engram_memory.host.settings import (
     SQLITE_STORE,
     HomeError,
     HostPaths,
+    StoreSettings,
     embedding_model_from_environment,
+    parse_store_settings,
     store_settings,
     toml_string,
 )
@@ -66,14 +68,21 @@ class InitReport:
 
 
 def init_home(
-    paths: HostPaths, store: str | None = None, *, app_role: str | None = None, vault: str | None = None
+    paths: HostPaths,
+    store: str | None = None,
+    *,
+    app_role: str | None = None,
+    vault: str | None = None,
+    read_urls: Sequence[str] | None = None,
+    direct_url: str | None = None,
 ) -> InitReport:
     """Idempotent: creates what is missing and never overwrites keys, policy or store.
 
     A PostgreSQL store is checked (reachable as an owner that bypasses row-level security, runtime
-    role safe, vault database apart) before any file is written, then migrated and granted.
+    role safe, vault database apart) before any file is written, then migrated and granted. `read_urls`
+    and `direct_url` (the standbys, the primary past a pooler) replace what config.toml said.
     """
-    settings = wanted_settings(paths, store, app_role, vault)
+    settings = wanted_settings(paths, store, app_role, vault, read_urls=read_urls, direct_url=direct_url)
     backend, vault_kind = store_backend(paths, settings), vault_backend(paths, settings)
     backend.prepare()
     created: list[Path] = []
@@ -81,6 +90,8 @@ def init_home(
     if not paths.config.exists():
         paths.config.write_text(settings.to_toml(), encoding="utf-8")
         created.append(paths.config)
+    elif (read_urls is not None or direct_url is not None) and store_settings(paths) != settings:
+        _set_replicas(paths, settings)
     elif store_settings(paths).app_role != settings.app_role and settings.app_role is not None:
         _add_app_role(paths, settings.app_role)
     if not paths.policy.exists():
@@ -91,6 +102,24 @@ def init_home(
     backend.install(created)
     vault_kind.install(created)
     return InitReport(created=created, store=settings.store, app_role=settings.app_role, vault=settings.vault)
+
+
+def _set_replicas(paths: HostPaths, settings: StoreSettings) -> None:
+    """Writes the standbys and the direct URL right after the store line, in place of what was there
+    (other settings and tables kept). Raises HomeError when the file was edited past what a line can say."""
+    top = paths.config.read_text(encoding="utf-8").splitlines(keepends=True)
+    end = next((i for i, line in enumerate(top) if line.lstrip().startswith("[")), len(top))
+    keep = [line for line in top[:end] if line.split("=", 1)[0].strip() not in ("read_urls", "direct_url")]
+    at = next(i for i, line in enumerate(keep) if line.lstrip().startswith("store"))
+    added = [line + "\n" for line in settings.to_toml().splitlines() if line.startswith(("read_urls", "direct_url"))]
+    text = "".join(keep[: at + 1] + added + keep[at + 1 :] + top[end:])
+    try:
+        written = parse_store_settings(text)
+    except ValueError as exc:
+        raise HomeError(f"{paths.config} spreads read_urls over several lines: set them there by hand") from exc
+    if written != settings:
+        raise HomeError(f"{paths.config} spreads read_urls over several lines: set them there by hand")
+    paths.config.write_text(text, encoding="utf-8")
 
 
 def _add_app_role(paths: HostPaths, app_role: str) -> None:

@@ -23,7 +23,8 @@ def check_url(url: str, option: str) -> None:
     from engram_memory.stores.postgres.connection import url_fields
 
     if not is_postgres_url(url):
-        raise PostgresHomeError(f"{option} takes 'sqlite' or a postgresql:// URL")
+        takes = "'sqlite' or a postgresql:// URL" if option == "--store" else "a postgresql:// URL"
+        raise PostgresHomeError(f"{option} takes {takes}")
     try:
         fields = url_fields(url)
     except Exception as exc:  # psycopg.ProgrammingError: its message may quote the URL
@@ -126,7 +127,12 @@ def install(settings: StoreSettings) -> None:
     from engram_memory.stores.postgres.store import PostgresStore
     from engram_memory.stores.postgres.vault import PostgresKeyVault
 
-    PostgresStore(settings.store, pool_size=1).close()
+    PostgresStore(
+        settings.store,
+        pool_size=1,
+        direct_url=settings.direct_url,
+        prepared_statements=settings.prepared_statements,
+    ).close()
     if settings.vault is not None:
         PostgresKeyVault(settings.vault, pool_size=1).close()
     grant_runtime(settings)

@@ -7,6 +7,7 @@ copied for a backup and filled by a restore. The rest of the host asks a backend
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -87,15 +88,25 @@ def vault_backend(paths: HostPaths, settings: StoreSettings | None = None) -> Va
     return PostgresVaultBackend(settings)
 
 
-def wanted_settings(paths: HostPaths, store: str | None, app_role: str | None, vault: str | None) -> StoreSettings:
+def wanted_settings(
+    paths: HostPaths,
+    store: str | None,
+    app_role: str | None,
+    vault: str | None,
+    *,
+    read_urls: Sequence[str] | None = None,
+    direct_url: str | None = None,
+) -> StoreSettings:
     """What the home should use: its config.toml, with what this init adds; conflicts are refused.
 
     The one place that reads which kind a `--store` or `--vault` value names; raises HomeError.
     """
     if store is not None and store != SQLITE_STORE and not is_postgres_url(store):
         raise HomeError("--store takes 'sqlite' or a postgresql:// URL")
-    for value, option in ((store, "--store"), (vault, "--vault")):
-        if value is not None and is_postgres_url(value):
+    given = [(store, "--store"), (vault, "--vault"), (direct_url, "--direct-url")]
+    given += [(url, "--read-url") for url in read_urls or ()]
+    for value, option in given:
+        if value is not None and (is_postgres_url(value) or option in ("--direct-url", "--read-url")):
             try:
                 postgres_home.check_url(value, option)
             except PostgresHomeError as exc:
@@ -106,15 +117,18 @@ def wanted_settings(paths: HostPaths, store: str | None, app_role: str | None, v
             raise HomeError(f"this home already uses the store '{shown_store(current.store)}'")
     else:
         current = StoreSettings(store=store or SQLITE_STORE)
-    if not current.is_postgres and (app_role is not None or vault is not None):
-        raise HomeError("--app-role and --vault apply to a PostgreSQL store only")
+    if not current.is_postgres and (app_role is not None or vault is not None or read_urls or direct_url):
+        raise HomeError("--app-role, --vault, --read-url and --direct-url apply to a PostgreSQL store only")
     if app_role is not None and current.app_role not in (None, app_role):
         raise HomeError(f"this home's runtime role is already '{current.app_role}'")
     if vault is not None and current.vault not in (None, vault):
         raise HomeError("this home's key vault is already another database")
     if vault is not None and current.vault is None and paths.config.exists():
         raise HomeError("this home keeps its data keys in keys/vault.db: a vault database cannot be added later")
-    return replace(current, app_role=app_role or current.app_role, vault=vault or current.vault)
+    wanted = replace(current, app_role=app_role or current.app_role, vault=vault or current.vault)
+    if read_urls is not None:
+        wanted = replace(wanted, read_urls=tuple(read_urls))
+    return wanted if direct_url is None else replace(wanted, direct_url=direct_url)
 
 
 def shown_store(store: str) -> str:

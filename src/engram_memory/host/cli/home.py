@@ -50,13 +50,28 @@ def init(
         str | None,
         typer.Option("--vault", help="PostgreSQL: postgresql://OWNER@HOST/KEYS_DB for data keys (else keys/vault.db)."),
     ] = None,
+    read_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--read-url",
+            help="PostgreSQL: a hot standby (postgresql://OWNER@STANDBY/DB) that answers searches and gets"
+            " (repeatable; replaces the home's list).",
+        ),
+    ] = None,
+    direct_url: Annotated[
+        str | None,
+        typer.Option(
+            "--direct-url",
+            help="PostgreSQL: the primary past a connection pooler, for migrations and erasure's VACUUM FULL.",
+        ),
+    ] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create the store, key material, host signing key and default policy (idempotent)."""
     paths = resolve_home(home)
     try:
-        report = init_home(paths, store, app_role=app_role, vault=vault)
+        report = init_home(paths, store, app_role=app_role, vault=vault, read_urls=read_url, direct_url=direct_url)
     except (HomeError, KeyFileError, ContractError, OSError) as exc:
         fail(str(exc) if not isinstance(exc, ContractError) else f"the store could not be created ({exc.code.value})")
     if paths.recovery_file in report.created:
