@@ -45,6 +45,21 @@ def server_bindir() -> Path:
     )
 
 
+def initdb_command(bindir: Path, data: Path) -> list[str]:
+    """A new cluster in `data`: UTF-8, C collation, trusted local connections, nothing synced to disk."""
+    return [
+        str(bindir / "initdb"),
+        "-D",
+        str(data),
+        "-U",
+        SUPERUSER,
+        "--auth=trust",
+        "--encoding=UTF8",
+        "--locale=C.UTF-8",
+        "--no-sync",
+    ]
+
+
 class PostgresCluster:
     """One cluster per test session; `new_database()` gives each test its own database."""
 
@@ -70,19 +85,7 @@ class PostgresCluster:
         if self._as_postgres:
             shutil.chown(self.base, "postgres", "postgres")
             shutil.chown(self.socket_dir, "postgres", "postgres")
-        self._run(
-            [
-                str(self.bindir / "initdb"),
-                "-D",
-                str(self.data),
-                "-U",
-                SUPERUSER,
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--locale=C.UTF-8",
-                "--no-sync",
-            ]
-        )
+        self._run(initdb_command(self.bindir, self.data))
         options = (
             f"-k {self.socket_dir} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
             " -c full_page_writes=off -c max_connections=200"

@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 
 from engram_memory.host.settings import HostPaths, StoreSettings
-from tests.support.postgres import APP_ROLE, OWNER_ROLE, SUPERUSER, server_bindir
+from tests.support.postgres import APP_ROLE, OWNER_ROLE, SUPERUSER, initdb_command, server_bindir
 
 _ports = itertools.count(15432 + (os.getpid() % 2000) * 8)
 
@@ -231,20 +231,7 @@ class Topology:
     def _make_primary(self, *, synchronous: bool) -> None:
         node = self.primary
         _own(node.base, node.socket_dir)
-        bindir = server_bindir()
-        _run(
-            [
-                str(bindir / "initdb"),
-                "-D",
-                str(node.data),
-                "-U",
-                SUPERUSER,
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--locale=C.UTF-8",
-                "--no-sync",
-            ]
-        )
+        _run(initdb_command(server_bindir(), node.data))
         node.settings = {
             "fsync": "off",
             "full_page_writes": "off",
