@@ -117,6 +117,20 @@ def is_postgres_url(value: str) -> bool:
     return value.startswith(POSTGRES_SCHEMES)
 
 
+def optional_postgres_url(value: object, where: str) -> str | None:
+    """A setting that is absent or a postgresql:// URL. Raises SettingsError naming `where`."""
+    if value is not None and (not isinstance(value, str) or not is_postgres_url(value)):
+        raise SettingsError(f"{where} must be a postgresql:// URL")
+    return value
+
+
+def postgres_urls(value: object, where: str) -> tuple[str, ...]:
+    """A setting that is a list of postgresql:// URLs. Raises SettingsError naming `where`."""
+    if not isinstance(value, list) or not all(isinstance(url, str) and is_postgres_url(url) for url in value):
+        raise SettingsError(f"{where} must be a list of postgresql:// URLs")
+    return tuple(value)
+
+
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
     """Which store and key vault a home uses, as config.toml records them.
@@ -183,12 +197,9 @@ def parse_store_settings(text: str) -> StoreSettings:
         raise SettingsError(f"config.toml: pool_size must be a whole number from 1 to {MAX_POOL_SIZE}")
     if store == SQLITE_STORE and (app_role is not None or vault is not None):
         raise SettingsError("config.toml: app_role and vault apply to a PostgreSQL store only")
-    read_urls, direct_url = config.get("read_urls", []), config.get("direct_url")
+    read_urls = postgres_urls(config.get("read_urls", []), "config.toml: read_urls")
+    direct_url = optional_postgres_url(config.get("direct_url"), "config.toml: direct_url")
     prepared = config.get("prepared_statements", True)
-    if not isinstance(read_urls, list) or not all(isinstance(url, str) and is_postgres_url(url) for url in read_urls):
-        raise SettingsError("config.toml: read_urls must be a list of postgresql:// URLs")
-    if direct_url is not None and (not isinstance(direct_url, str) or not is_postgres_url(direct_url)):
-        raise SettingsError("config.toml: direct_url must be a postgresql:// URL")
     if not isinstance(prepared, bool):
         raise SettingsError("config.toml: prepared_statements must be true or false")
     if store == SQLITE_STORE and (read_urls or direct_url is not None or not prepared):
@@ -200,7 +211,7 @@ def parse_store_settings(text: str) -> StoreSettings:
         app_role=app_role,
         vault=vault,
         pool_size=pool_size,
-        read_urls=tuple(read_urls),
+        read_urls=read_urls,
         direct_url=direct_url,
         prepared_statements=prepared,
     )

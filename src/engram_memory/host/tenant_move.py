@@ -49,7 +49,7 @@ def move_tenant(paths: HostPaths, tenant: str, target: str) -> Moved:
     import psycopg
 
     home = store_settings(paths)
-    if not home.is_postgres:
+    if not store_backend(paths, home).runtime_role:  # the embedded store: one file, one machine
         raise HomeError("tenants live in several clusters only on a PostgreSQL home")
     try:
         routes = read_routes(paths)

@@ -25,7 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engram_memory.host.settings import HostPaths, SettingsError, StoreSettings, is_postgres_url, toml_string
+from engram_memory.host.settings import (
+    HostPaths,
+    SettingsError,
+    StoreSettings,
+    optional_postgres_url,
+    postgres_urls,
+    toml_string,
+)
 
 HOME_CLUSTER = "home"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
@@ -105,15 +112,15 @@ def _cluster(name: str, value: object) -> Cluster:
         raise SettingsError(f"tenants.toml: '{name}' is not a cluster name (a-z, 0-9, _ and -; not 'home')")
     if not isinstance(value, dict) or set(value) - {"store", "read_urls", "direct_url"}:
         raise SettingsError(f"tenants.toml: [clusters.{name}] takes store, read_urls and direct_url")
-    store, direct = value.get("store"), value.get("direct_url")
-    read_urls = value.get("read_urls", [])
-    if not isinstance(store, str) or not is_postgres_url(store):
-        raise SettingsError(f"tenants.toml: [clusters.{name}] store must be a postgresql:// URL")
-    if direct is not None and (not isinstance(direct, str) or not is_postgres_url(direct)):
-        raise SettingsError(f"tenants.toml: [clusters.{name}] direct_url must be a postgresql:// URL")
-    if not isinstance(read_urls, list) or not all(isinstance(url, str) and is_postgres_url(url) for url in read_urls):
-        raise SettingsError(f"tenants.toml: [clusters.{name}] read_urls must be a list of postgresql:// URLs")
-    return Cluster(store=store, read_urls=tuple(read_urls), direct_url=direct)
+    where = f"tenants.toml: [clusters.{name}]"
+    store = optional_postgres_url(value.get("store"), f"{where} store")
+    if store is None:
+        raise SettingsError(f"{where} store must be a postgresql:// URL")
+    return Cluster(
+        store=store,
+        read_urls=postgres_urls(value.get("read_urls", []), f"{where} read_urls"),
+        direct_url=optional_postgres_url(value.get("direct_url"), f"{where} direct_url"),
+    )
 
 
 def read_routes(paths: HostPaths) -> TenantRoutes:
