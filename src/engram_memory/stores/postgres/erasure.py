@@ -30,7 +30,12 @@ def vacuum(db: PsycopgConnection, *, delay_s: float) -> bool | None:
     if left is None or int(left[0]) > 0:
         return False  # an older snapshot still sees them: the rewrite would copy them along
     if requested is not None and requested[0] is not None:
-        db.execute(f"VACUUM FULL {', '.join(REWRITTEN_TABLES)}")
+        # A session setting, on a connection of its own (never a pooled one): only the rewrite may give up.
+        db.execute("SELECT set_config('lock_timeout', ?, false)", (REWRITE_LOCK_TIMEOUT,))
+        try:
+            db.execute(f"VACUUM FULL {', '.join(REWRITTEN_TABLES)}")
+        finally:
+            db.execute("RESET lock_timeout")
         db.execute("DELETE FROM erasure_requests WHERE seq <= ?", (requested[0],))
     return True
 

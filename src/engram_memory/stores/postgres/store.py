@@ -41,7 +41,7 @@ from engram_memory.stores.postgres.connection import (
     open_pool,
     open_standing_pool,
 )
-from engram_memory.stores.postgres.erasure import REWRITE_LOCK_TIMEOUT, erasure_requested, may_vacuum, vacuum
+from engram_memory.stores.postgres.erasure import erasure_requested, may_vacuum, vacuum
 from engram_memory.stores.postgres.faults import POSTGRES
 from engram_memory.stores.postgres.migrate import STORE_MIGRATIONS, migrate, pending
 from engram_memory.stores.postgres.queries import PostgresTx
@@ -352,7 +352,6 @@ class PostgresStore:
             with psycopg.connect(
                 self._owner_url,
                 connect_timeout=max(2, int(self._timeout_s)),
-                options=f"-c lock_timeout={REWRITE_LOCK_TIMEOUT}",
                 **connection_options(prepared=self._prepared),
             ) as connection:
                 db = PsycopgConnection(connection, self._tracer)
