@@ -46,7 +46,7 @@ class LoadFigures:
     def standby_share(self) -> float:
         if self.routing is None:
             return 0.0
-        total = self.routing.standby_reads + self.routing.primary_reads
+        total = self.routing.standby_reads + self.routing.fallbacks
         return self.routing.standby_reads / total if total else 0.0
 
 
@@ -106,7 +106,6 @@ def team_load(
     if after is not None:
         base = before or RoutingStats()
         after.standby_reads -= base.standby_reads
-        after.primary_reads -= base.primary_reads
         after.fallbacks -= base.fallbacks
         after.failures -= base.failures
         after.waits_s = after.waits_s[len(base.waits_s) :]

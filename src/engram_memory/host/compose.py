@@ -46,13 +46,14 @@ from engram_memory.host.settings import (
     SQLITE_STORE,
     HomeError,
     HostPaths,
+    SettingsError,
     StoreSettings,
     embedding_model_from_environment,
     parse_store_settings,
     store_settings,
     toml_string,
 )
-from engram_memory.host.tenant_routes import HOME_CLUSTER, RoutesWatcher, read_routes
+from engram_memory.host.tenant_routes import HOME_CLUSTER, RoutesWatcher, home_routes
 from engram_memory.stores.sql.vault import HostKeyVault, VaultCounts
 
 
@@ -192,10 +193,7 @@ def serving_engines(paths: HostPaths) -> Iterator[Serving]:
         with open_engine(paths) as engine:
             yield Serving(engine, engine, [engine])
         return
-    try:
-        routes = read_routes(paths)
-    except (OSError, ValueError) as exc:
-        raise HomeError(f"cannot read {paths.tenants}: {exc}") from exc
+    routes = home_routes(paths)
     if routes.clusters:
         watcher = RoutesWatcher(paths, routes)
         with routed_serving(watcher, routes.names(), partial(open_engine, paths)) as serving:
@@ -222,9 +220,9 @@ def open_engine(
     settings = store_settings(paths)
     if cluster != HOME_CLUSTER:
         try:
-            settings = read_routes(paths).settings_for(settings, cluster)
-        except (OSError, ValueError) as exc:
-            raise HomeError(f"cannot use cluster '{cluster}': {exc}") from exc
+            settings = home_routes(paths).settings_for(settings, cluster)
+        except SettingsError as exc:
+            raise HomeError(str(exc)) from exc
     backend, vault_kind = store_backend(paths, settings), vault_backend(paths, settings)
     backend.require()
     if any(not needed.exists() for needed in vault_kind.needed_files()):

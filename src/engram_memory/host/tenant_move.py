@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from engram_memory.host.backends import store_backend
 from engram_memory.host.compose import HomeError, open_engine
 from engram_memory.host.settings import HostPaths, store_settings
-from engram_memory.host.tenant_routes import TenantRoutes, read_routes, write_routes
+from engram_memory.host.tenant_routes import TenantRoutes, home_routes, write_routes
 
 if TYPE_CHECKING:
     from engram_memory.host.settings import StoreSettings
@@ -51,8 +51,8 @@ def move_tenant(paths: HostPaths, tenant: str, target: str) -> Moved:
     home = store_settings(paths)
     if not store_backend(paths, home).runtime_role:  # the embedded store: one file, one machine
         raise HomeError("tenants live in several clusters only on a PostgreSQL home")
+    routes = home_routes(paths)
     try:
-        routes = read_routes(paths)
         source = routes.cluster_of(tenant)
         source_settings, target_settings = routes.settings_for(home, source), routes.settings_for(home, target)
     except (OSError, ValueError) as exc:
@@ -71,7 +71,7 @@ def move_tenant(paths: HostPaths, tenant: str, target: str) -> Moved:
     except psycopg.Error as exc:
         raise MoveRefused(f"PostgreSQL refused the move ({type(exc).__name__}); the tenant stays where it was") from exc
     if not erase_cluster(paths, source):
-        _log_erase_pending(source)
+        logger.warning("cluster '%s': the moved tenant's rows await the next erasure pass", source)
     return Moved(tenant, source, target, copied, seconds)
 
 
@@ -99,9 +99,7 @@ def _move(
             tenant_copy.unfence(from_db, tenant)
         raise
     seconds = time.monotonic() - fenced_at
-    with from_db.transaction():  # the fence stays: a process still on the old map cannot write here
-        tenant_copy.delete_tenant(from_db, tenant)
-        from_db.execute("INSERT INTO erasure_requests DEFAULT VALUES")
+    tenant_copy.drop_tenant(from_db, tenant)  # the fence stays: a process on the old map cannot write here
     return copied, seconds
 
 
@@ -120,9 +118,7 @@ def _drop_left_copies(routes: TenantRoutes, home: StoreSettings, tenant: str, ta
             with psycopg.connect(_owner_url(routes.settings_for(home, name)), autocommit=True) as db:
                 if not tenant_copy.fenced_copy(db, tenant):
                     continue
-                with db.transaction():
-                    tenant_copy.delete_tenant(db, tenant)
-                    db.execute("INSERT INTO erasure_requests DEFAULT VALUES")
+                tenant_copy.drop_tenant(db, tenant)
         except psycopg.Error as exc:
             raise MoveRefused(f"cluster '{name}' could not be reached ({type(exc).__name__})") from exc
         dropped = True
@@ -145,15 +141,3 @@ def erase_cluster(paths: HostPaths, cluster: str) -> bool:
     an open snapshot still sees them (the cluster's housekeeping finishes it)."""
     with open_engine(paths, cluster=cluster, semantic=False) as engine:
         return engine.erase_now()
-
-
-def _log_erase_pending(cluster: str) -> None:
-    logger.warning("cluster '%s': the moved tenant's rows await the next erasure pass", cluster)
-
-
-def routes_of(paths: HostPaths) -> TenantRoutes:
-    """Raises HomeError."""
-    try:
-        return read_routes(paths)
-    except (OSError, ValueError) as exc:
-        raise HomeError(f"cannot read {paths.tenants}: {exc}") from exc

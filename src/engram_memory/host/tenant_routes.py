@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engram_memory.host.settings import (
+    HomeError,
     HostPaths,
     SettingsError,
     StoreSettings,
@@ -131,6 +132,14 @@ def read_routes(paths: HostPaths) -> TenantRoutes:
     except FileNotFoundError:
         return TenantRoutes()
     return parse_routes(text)
+
+
+def home_routes(paths: HostPaths) -> TenantRoutes:
+    """read_routes for a host command. Raises HomeError."""
+    try:
+        return read_routes(paths)
+    except (OSError, ValueError) as exc:  # SettingsError and TOMLDecodeError are ValueErrors
+        raise HomeError(f"cannot read {paths.tenants}: {exc}") from exc
 
 
 def write_routes(paths: HostPaths, routes: TenantRoutes) -> None:

@@ -11,7 +11,7 @@ import typer
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, say
 from engram_memory.host.compose import HomeError
 from engram_memory.host.settings import resolve_home
-from engram_memory.host.tenant_routes import HOME_CLUSTER
+from engram_memory.host.tenant_routes import HOME_CLUSTER, home_routes
 
 ToOption = Annotated[str, typer.Option("--to", help="The cluster of tenants.toml to move to ('home': the home's own).")]
 
@@ -26,10 +26,8 @@ def register(app: typer.Typer) -> None:
 
 def tenants_list(home: HomeOption = None, as_json: JsonOption = False) -> None:
     """The clusters of tenants.toml and the tenants that live in each (any other lives at home)."""
-    from engram_memory.host.tenant_move import routes_of
-
     try:
-        routes = routes_of(resolve_home(home))
+        routes = home_routes(resolve_home(home))
     except HomeError as exc:
         fail(str(exc))
     listing = {name: sorted(t for t, where in routes.tenants.items() if where == name) for name in routes.names()}

@@ -83,13 +83,12 @@ class RoutingStats:
     """What the router did since the store opened (the benchmark's figures)."""
 
     standby_reads: int = 0
-    primary_reads: int = 0
-    fallbacks: int = 0  # reads a standby could not serve in time, or failed, answered by the primary
+    fallbacks: int = 0  # reads no standby could serve in time (or at all), answered by the primary
     failures: int = 0  # standbys that failed a checkout or a read
     waits_s: list[float] = field(default_factory=list)  # reads that waited for a standby: how long (the last)
 
     def copy(self) -> RoutingStats:
-        return RoutingStats(self.standby_reads, self.primary_reads, self.fallbacks, self.failures, list(self.waits_s))
+        return RoutingStats(self.standby_reads, self.fallbacks, self.failures, list(self.waits_s))
 
 
 class ReadRouter:
@@ -136,7 +135,6 @@ class ReadRouter:
         chosen = self._choose(required)
         with self._lock:
             if chosen is None:
-                self._stats.primary_reads += 1
                 self._stats.fallbacks += 1
             else:
                 self._stats.standby_reads += 1

@@ -286,22 +286,14 @@ class PostgresStore:
                 yield tx
             return
         if scope is None or self._router is None:
-            connection = self._checkout()
-            try:
-                with self._snapshot(connection) as tx:
-                    yield tx
-            finally:
-                self._pool.putconn(connection)
+            with self._primary_snapshot() as tx:
+                yield tx
             return
         router = self._router
         with router.standby_for(router.positions.required(scope)) as standby:
             if standby is None:
-                connection = self._checkout()
-                try:
-                    with self._snapshot(connection, seen_by=scope) as tx:
-                        yield tx
-                finally:
-                    self._pool.putconn(connection)
+                with self._primary_snapshot(seen_by=scope) as tx:
+                    yield tx
                 return
             node, connection = standby
             try:
@@ -312,6 +304,15 @@ class PostgresStore:
                     raise  # the engine's own answer (NOT_FOUND, ...), not the standby's failure
                 router.failed(node)
                 raise TransientConflict() from exc
+
+    @contextmanager
+    def _primary_snapshot(self, *, seen_by: Scope | None = None) -> Iterator[PostgresTx]:
+        connection = self._checkout()
+        try:
+            with self._snapshot(connection, seen_by=seen_by) as tx:
+                yield tx
+        finally:
+            self._pool.putconn(connection)
 
     @contextmanager
     def _snapshot(self, connection: Connection, *, seen_by: Scope | None = None) -> Iterator[PostgresTx]:

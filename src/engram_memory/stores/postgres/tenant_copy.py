@@ -120,3 +120,11 @@ def fenced_copy(connection: Connection, tenant: str) -> bool:
     """Whether this store still holds rows of a tenant that was moved away from it (a move cut short)."""
     row = connection.execute("SELECT EXISTS (SELECT 1 FROM tenant_moves WHERE moved_tenant = %s)", (tenant,)).fetchone()
     return bool(row and row[0]) and any(row_counts(connection, tenant).values())
+
+
+def drop_tenant(connection: Connection, tenant: str) -> None:
+    """Deletes the tenant's rows and asks for the erasure pass that pushes them out of the live files, in
+    one transaction of its own (the fence, if any, stays)."""
+    with connection.transaction():
+        delete_tenant(connection, tenant)
+        connection.execute("INSERT INTO erasure_requests DEFAULT VALUES")
