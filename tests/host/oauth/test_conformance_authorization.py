@@ -6,8 +6,9 @@ and consents as that person and hands the redirect to the suite, as the browser 
 from __future__ import annotations
 
 import json
-import selectors
+import queue
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -30,21 +31,27 @@ def _suite() -> list[str]:
 
 
 def _authorization_url(suite: subprocess.Popen[str], endpoint: str, deadline_s: float) -> str:
-    """The URL the suite asks a person to open, read from its output as it runs."""
+    """The URL the suite asks a person to open, read from its output as it runs.
+
+    Lines are read on a thread of their own: waiting on the pipe with select() misses lines the text
+    stream has already buffered (the URL arrived with the line before it, and select() then waited out
+    the deadline)."""
     assert suite.stdout is not None
+    stdout = suite.stdout
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
     seen: list[str] = []
-    with selectors.DefaultSelector() as waiting:
-        waiting.register(suite.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + deadline_s
-        while time.monotonic() < deadline:
-            if not waiting.select(timeout=1):
-                continue
-            line = suite.stdout.readline()
-            if not line:
+    deadline = time.monotonic() + deadline_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=min(left, 1.0))
+        except queue.Empty:
+            if suite.poll() is not None and lines.empty():
                 break
-            seen.append(line)
-            if line.startswith(endpoint + "?"):
-                return line.strip()
+            continue
+        seen.append(line)
+        if line.startswith(endpoint + "?"):
+            return line.strip()
     raise AssertionError("the suite printed no authorization URL:\n" + "".join(seen))
 
 
