@@ -409,6 +409,18 @@ def test_body_over_cap_refused_with_413_before_parsing(site: Site, era: str) -> 
     assert answer.status_code == 413
 
 
+def test_a_five_megabyte_capture_is_told_the_limit_and_where(site: Site, era: str) -> None:
+    """Over HTTP the body never reaches the engine: the refusal still names the limit, the code and the pointer."""
+    arguments = _capture_of_size(5 * 1024 * 1024)
+    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": CAPTURE, "arguments": arguments}}
+    answer = raw_post(site.first.url, message, era=era, token=site.alice.token)
+    assert answer.status_code == 413
+    error = answer.json()["error"]
+    assert error["message"].startswith("INVALID_SCHEMA: ") and f"{MAX_ARGUMENT_BYTES:,} UTF-8 bytes" in error["message"]
+    assert 'JSON pointer ""' in error["message"]
+    assert error["data"]["engram-memory/invalid"] == {"pointer": "", "rule": "max-bytes"}
+
+
 # -- statelessness: two processes, one store ---------------------------------------------------------
 
 

@@ -11,6 +11,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from engram_memory.host.language.catalogue import _
+
 
 class BindingFileError(Exception):
     """The file cannot be read or written; the message is one line naming it."""
@@ -21,9 +23,9 @@ def read_token_file(path: Path) -> str:
         token = path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         why = getattr(exc, "strerror", None) or type(exc).__name__
-        raise BindingFileError(f"cannot read the binding file {path}: {why}") from exc
+        raise BindingFileError(_("cannot read the binding file {path}: {why}").format(path=path, why=why)) from exc
     if not token:
-        raise BindingFileError(f"the binding file {path} is empty")
+        raise BindingFileError(_("the binding file {path} is empty").format(path=path))
     return token
 
 
@@ -33,7 +35,9 @@ def write_token_file(path: Path, token: str) -> None:
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
     except OSError as exc:
-        raise BindingFileError(f"cannot write the binding file {path}: {exc.strerror}") from exc
+        raise BindingFileError(
+            _("cannot write the binding file {path}: {strerror}").format(path=path, strerror=exc.strerror)
+        ) from exc
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             os.fchmod(file.fileno(), 0o600)
@@ -44,4 +48,6 @@ def write_token_file(path: Path, token: str) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             Path(temporary).unlink()
-        raise BindingFileError(f"cannot write the binding file {path}: {exc.strerror}") from exc
+        raise BindingFileError(
+            _("cannot write the binding file {path}: {strerror}").format(path=path, strerror=exc.strerror)
+        ) from exc

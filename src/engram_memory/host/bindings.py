@@ -19,6 +19,7 @@ from engram_memory.contract.ids import new_token_id
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.ports.rows import IssuedBindingRow
 from engram_memory.host.keys.files import key_id
+from engram_memory.host.language.catalogue import _
 
 ISSUER = "engram-memory/host"
 AUDIENCE = "engram-memory/mcp"
@@ -40,20 +41,20 @@ def parse_duration(text: str) -> int:
     """Seconds in '90', '90s', '30m', '8h' or '7d'. Raises BindingError."""
     match = _DURATION.fullmatch(text.strip())
     if match is None:
-        raise BindingError("a duration looks like 90s, 30m, 8h or 7d")
+        raise BindingError(_("a duration looks like 90s, 30m, 8h or 7d"))
     seconds = int(match.group(1)) * _UNITS[match.group(2)]
     if seconds > MAX_LIFETIME_S:
-        raise BindingError("a binding lives at most 366 days")
+        raise BindingError(_("a binding lives at most 366 days"))
     return seconds
 
 
 def _check_ref(name: str, value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise BindingError(f"{name} must be a non-empty string")
+        raise BindingError(_("{name} must be a non-empty string").format(name=name))
     if not unicodedata.is_normalized("NFC", value) or len(value.encode("utf-8", "surrogatepass")) > 512:
-        raise BindingError(f"{name} must be NFC text of at most 512 bytes")
+        raise BindingError(_("{name} must be NFC text of at most 512 bytes").format(name=name))
     if any(unicodedata.category(char).startswith("C") for char in value):
-        raise BindingError(f"{name} must not contain control characters")
+        raise BindingError(_("{name} must not contain control characters").format(name=name))
     return value
 
 
@@ -94,14 +95,14 @@ def issue_binding(
         _check_ref(name, value)
     known = {tool.value for tool in Tool}
     if not grants <= known:
-        raise BindingError("a grant names a tool that does not exist")
+        raise BindingError(_("a grant names a tool that does not exist"))
     if trust_class not in TRUST_CLASSES:
-        raise BindingError("the trust class must be asserted, earned or signed")
+        raise BindingError(_("the trust class must be asserted, earned or signed"))
     if not 0 < lifetime_s <= MAX_LIFETIME_S:
-        raise BindingError("a binding lives between 1 second and 366 days")
+        raise BindingError(_("a binding lives between 1 second and 366 days"))
     token_id = new_token_id()
     if resource is not None and (not resource.startswith(("https://", "http://")) or resource == AUDIENCE):
-        raise BindingError("a token's resource is the URL of an MCP endpoint")
+        raise BindingError(_("a token's resource is the URL of an MCP endpoint"))
     claims: dict[str, Any] = {
         "iss": ISSUER,
         "aud": AUDIENCE if resource is None else [AUDIENCE, resource],
@@ -154,23 +155,23 @@ def _binding(claims: dict[str, Any]) -> Binding:
     body = claims[CLAIMS_KEY]
     grants = body["grants"]
     if not isinstance(grants, list) or not all(isinstance(g, str) for g in grants):
-        raise BindingError("the binding's grants are malformed")
+        raise BindingError(_("the binding's grants are malformed"))
     if not {g for g in grants} <= {tool.value for tool in Tool}:
-        raise BindingError("the binding grants an unknown tool")
+        raise BindingError(_("the binding grants an unknown tool"))
     if not isinstance(body["confirm_mutations"], bool):
-        raise BindingError("the binding's confirmation switch is malformed")
+        raise BindingError(_("the binding's confirmation switch is malformed"))
     trust_class = body.get("trust_class", "asserted")
     if trust_class not in TRUST_CLASSES:
-        raise BindingError("the binding's trust class is unknown")
+        raise BindingError(_("the binding's trust class is unknown"))
     for name in ("iat", "exp"):
         if isinstance(claims[name], bool) or not isinstance(claims[name], int):
-            raise BindingError("the binding's times are malformed")
+            raise BindingError(_("the binding's times are malformed"))
     if body["principal"] != claims["sub"]:
-        raise BindingError("the binding's principal does not match its subject")
+        raise BindingError(_("the binding's principal does not match its subject"))
     audience = claims["aud"]
     others = [] if isinstance(audience, str) else [entry for entry in audience if entry != AUDIENCE]
     if len(others) > 1 or not all(isinstance(entry, str) for entry in others):
-        raise BindingError("the binding's audience is malformed")
+        raise BindingError(_("the binding's audience is malformed"))
     return Binding(
         resource=others[0] if others else None,
         token_id=_check_ref("jti", claims["jti"]),
@@ -204,11 +205,11 @@ def verify_binding(public_key: Ed25519PublicKey, token: str) -> Binding:
             },
         )
     except jwt.PyJWTError as exc:
-        raise BindingError("the binding token does not verify against this host's key") from exc
+        raise BindingError(_("the binding token does not verify against this host's key")) from exc
     try:
         return _binding(claims)
     except (KeyError, TypeError) as exc:
-        raise BindingError("the binding token's claims are malformed") from exc
+        raise BindingError(_("the binding token's claims are malformed")) from exc
 
 
 def issued_row_of(binding: Binding, *, issued_by: str) -> IssuedBindingRow:

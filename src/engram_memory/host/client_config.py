@@ -12,6 +12,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from engram_memory.host.language.catalogue import _
+
 CLIENTS = ("claude-desktop", "claude-code", "vscode", "cursor")
 SERVER_NAME = "engram-memory"
 
@@ -51,7 +53,9 @@ def server_command() -> list[str]:
 def client_config(client: str, token: str, home: Path, *, http_url: str | None = None) -> str:
     """The snippet for `client`: JSON for the files, a shell command line for Claude Code."""
     if client not in CLIENTS:
-        raise ConfigError(f"unknown client '{client}' (one of: {', '.join(CLIENTS)})")
+        raise ConfigError(
+            _("unknown client '{client}' (one of: {choices})").format(client=client, choices=", ".join(CLIENTS))
+        )
     if http_url is not None:
         return _http_config(client, token, http_url)
     command = [*server_command(), "serve", "--home", str(home.resolve())]

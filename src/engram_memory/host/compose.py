@@ -40,6 +40,7 @@ from engram_memory.host.keys.files import (
     load_mac_keys,
     load_signing_key,
 )
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.policy_file import DEFAULT_POLICY_TOML, FilePolicySource
 from engram_memory.host.routed_engines import Serving, routed_serving
 from engram_memory.host.settings import (
@@ -117,9 +118,13 @@ def _set_replicas(paths: HostPaths, settings: StoreSettings) -> None:
     try:
         written = parse_store_settings(text)
     except ValueError as exc:
-        raise HomeError(f"{paths.config} spreads read_urls over several lines: set them there by hand") from exc
+        raise HomeError(
+            _("{config} spreads read_urls over several lines: set them there by hand").format(config=paths.config)
+        ) from exc
     if written != settings:
-        raise HomeError(f"{paths.config} spreads read_urls over several lines: set them there by hand")
+        raise HomeError(
+            _("{config} spreads read_urls over several lines: set them there by hand").format(config=paths.config)
+        )
     paths.config.write_text(text, encoding="utf-8")
 
 
@@ -137,8 +142,10 @@ def _refuse_new_keys_for_old_data(paths: HostPaths, backend: StoreBackend, vault
     missing = [path for path in key_files if not path.exists()]
     if missing and backend.holds_data():
         raise HomeError(
-            f"keys/{missing[0].name} is missing but the store already holds data: restore it from your "
-            "key backup instead of making a new one"
+            _(
+                "keys/{name} is missing but the store already holds data: restore it from your key backup instead of "
+                "making a new one"
+            ).format(name=missing[0].name)
         )
 
 
@@ -189,7 +196,7 @@ def serving_engines(paths: HostPaths) -> Iterator[Serving]:
     cluster, each call answered by its tenant's (host/routed_engines.py). Raises HomeError."""
     if not store_backend(paths).runtime_role:
         if paths.tenants.exists():
-            raise HomeError("tenants.toml applies to a PostgreSQL home only")
+            raise HomeError(_("tenants.toml applies to a PostgreSQL home only"))
         with open_engine(paths) as engine:
             yield Serving(engine, engine, [engine])
         return
@@ -226,7 +233,9 @@ def open_engine(
     backend, vault_kind = store_backend(paths, settings), vault_backend(paths, settings)
     backend.require()
     if any(not needed.exists() for needed in vault_kind.needed_files()):
-        raise HomeError(f"no key vault in {paths.keys_dir}: restore keys/vault.db from your key backup")
+        raise HomeError(
+            _("no key vault in {keys_dir}: restore keys/vault.db from your key backup").format(keys_dir=paths.keys_dir)
+        )
     keyring = load_keyring(paths)
     macs = load_mac_keys(paths)
     store = backend.open(runtime=runtime)

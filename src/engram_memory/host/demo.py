@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
+from engram_memory.host.language.catalogue import _
 from mcp import Client, StdioServerParameters
 
 PURPOSE = "purpose:team-handbook"
@@ -38,13 +40,13 @@ class Transcript:
         self.console = console
 
     def host(self, text: str) -> None:
-        self.console.print(f"[bold magenta]HOST [/]  {text}", highlight=False)
+        self.console.print(Text.assemble((_("HOST").ljust(6), "bold magenta"), " ", text), highlight=False)
 
     def agent(self, text: str) -> None:
-        self.console.print(f"[bold cyan]AGENT[/]  {text}", highlight=False)
+        self.console.print(Text.assemble((_("AGENT").ljust(6), "bold cyan"), " ", text), highlight=False)
 
     def server(self, text: str) -> None:
-        self.console.print(f"[green]  ← [/]    {text}", highlight=False)
+        self.console.print(Text.assemble(("  ←    ", "green"), text), highlight=False)
 
 
 def _payload() -> dict[str, Any]:
@@ -79,7 +81,11 @@ async def _call(client: Client, log: Transcript, tool: str, arguments: dict[str,
     envelope: dict[str, Any] = result.structured_content
     if envelope["ok"]:
         return dict(envelope["output"]["value"])
-    log.server(f"error {envelope['error']['code']} (retriable: {envelope['error']['retriable']})")
+    log.server(
+        _("error {code} (retriable: {retriable})").format(
+            code=envelope["error"]["code"], retriable=envelope["error"]["retriable"]
+        )
+    )
     return {"error": envelope["error"]["code"]}
 
 
@@ -100,7 +106,7 @@ def _bind(home: Path) -> str:
 
 async def _search(client: Client, log: Transcript, query: str) -> list[dict[str, Any]]:
     found = await _call(client, log, "engram_memory_search", {"query": query, "purpose_ref": PURPOSE})
-    log.agent(f'search "{query}"')
+    log.agent(_('search "{query}"').format(query=query))
     records: list[dict[str, Any]] = found["records"]
     return records
 
@@ -120,8 +126,12 @@ async def _capture_and_admit(client: Client, log: Transcript) -> str:
             },
         },
     )
-    log.agent("capture a decision with its rationale and a citation")
-    log.server(f"{captured['status']} {captured['candidate_id']} (encrypted, not yet searchable)")
+    log.agent(_("capture a decision with its rationale and a citation"))
+    log.server(
+        _("{status} {candidate_id} (encrypted, not yet searchable)").format(
+            status=captured["status"], candidate_id=captured["candidate_id"]
+        )
+    )
     admitted = await _call(
         client,
         log,
@@ -130,7 +140,11 @@ async def _capture_and_admit(client: Client, log: Transcript) -> str:
     )
     outcome = admitted["outcome"]
     log.agent("request_admission")
-    log.server(f"{outcome['status']} → {outcome['record_id']} (host policy: secret detector, citations)")
+    log.server(
+        _("{status} → {record_id} (host policy: secret detector, citations)").format(
+            status=outcome["status"], record_id=outcome["record_id"]
+        )
+    )
     return str(outcome["record_id"])
 
 
@@ -140,40 +154,57 @@ async def _forget_with_approval(client: Client, log: Transcript, home: Path, rec
         "idempotency_key": "demo-forget-rollback-0001",
         "reason_ref": "ticket:OPS-1234",
     }
-    log.agent(f"forget {record_id} (reason ticket:OPS-1234)")
+    log.agent(_("forget {record_id} (reason ticket:OPS-1234)").format(record_id=record_id))
     refused = await _call(client, log, "engram_memory_forget", forget_args)
     if refused.get("error") != "gate_failed":
         raise RuntimeError("forget ran without a human's approval")
-    log.server("the server left a confirmation request for the host")
+    log.server(_("the server left a confirmation request for the host"))
     request = json.loads(_cli(home, "confirmations", "list", "--json"))[0]
-    log.host(f"engram-memory confirmations list  → {request['id']}: {request['tool']} {request['target']}")
+    log.host(
+        _("engram-memory confirmations list  → {id}: {tool} {target}").format(
+            id=request["id"], tool=request["tool"], target=request["target"]
+        )
+    )
     _cli(home, "confirmations", "approve", request["id"])
-    log.host(f"engram-memory confirmations approve {request['id']}  (a human said yes)")
+    log.host(_("engram-memory confirmations approve {id}  (a human said yes)").format(id=request["id"]))
     forgotten = await _call(client, log, "engram_memory_forget", forget_args)
-    log.agent("forget again: the identical call with the same idempotency_key")
+    log.agent(_("forget again: the identical call with the same idempotency_key"))
     receipt = forgotten["receipt"]
     log.server(
-        f"{receipt['from_state']} → {receipt['to_state']}; "
-        f"projection invalidation {forgotten['projection_invalidation']}"
+        _("{from_state} → {to_state}; projection invalidation {projection_invalidation}").format(
+            from_state=receipt["from_state"],
+            to_state=receipt["to_state"],
+            projection_invalidation=forgotten["projection_invalidation"],
+        )
     )
 
 
 async def _agent_session(client: Client, log: Transcript, home: Path) -> None:
     tools = await client.list_tools()
-    log.agent(f"tools/list → {', '.join(tool.name for tool in tools.tools)}")
+    log.agent(_("tools/list → {tools}").format(tools=", ".join(tool.name for tool in tools.tools)))
     query = "how do we roll back a production deploy?"
-    log.server(f"{len(await _search(client, log, query))} records: nothing known yet, so capture it")
+    log.server(
+        _("{count} records: nothing known yet, so capture it").format(count=len(await _search(client, log, query)))
+    )
     record_id = await _capture_and_admit(client, log)
     top = (await _search(client, log, query))[0]
-    log.server(f"rank {top['rank']}: {top['record']['record_id']} score {top['score']}")
+    log.server(
+        _("rank {rank}: {record_id} score {score}").format(
+            rank=top["rank"], record_id=top["record"]["record_id"], score=top["score"]
+        )
+    )
     log.server(f"  “{top['record']['components'][0]['text'][:90]}…”")
     read = await _call(client, log, "engram_memory_get", {"record_id": record_id, "purpose_ref": PURPOSE})
-    log.agent(f"get {record_id}")
+    log.agent(_("get {record_id}").format(record_id=record_id))
     receipt = read["read_receipt"]
-    log.server(f"read receipt {receipt['receipt_digest'][:23]}… through cursor {receipt['validated_through_cursor']}")
+    log.server(
+        _("read receipt {digest}… through cursor {cursor}").format(
+            digest=receipt["receipt_digest"][:23], cursor=receipt["validated_through_cursor"]
+        )
+    )
     await _forget_with_approval(client, log, home, record_id)
     remaining = await _search(client, log, query)
-    log.server(f"{len(remaining)} records: the forgotten memory is gone")
+    log.server(_("{count} records: the forgotten memory is gone").format(count=len(remaining)))
     if remaining:
         raise RuntimeError("a forgotten record was still found")
 
@@ -184,15 +215,15 @@ async def run_demo(console: Console) -> int:
     with tempfile.TemporaryDirectory(prefix="engram-demo-") as folder:
         home = Path(folder) / "home"
         _cli(home, "init")
-        log.host(f"engram-memory init                 → fresh store and keys in {home}")
+        log.host(_("engram-memory init                 → fresh store and keys in {home}").format(home=home))
         token = _bind(home)
-        log.host("engram-memory bind --all-tools    → a signed binding for acme/platform-team, alice@acme")
+        log.host(_("engram-memory bind --all-tools    → a signed binding for acme/platform-team, alice@acme"))
         params = StdioServerParameters(
             command=sys.executable,
             args=["-m", "engram_memory", "serve", "--home", str(home)],
             env={"ENGRAM_BINDING": token},
         )
-        log.host("engram-memory serve               → the MCP server starts over stdio with that binding")
+        log.host(_("engram-memory serve               → the MCP server starts over stdio with that binding"))
         async with Client(params) as client:
             await _agent_session(client, log, home)
     console.rule("demo finished: every step above went through the real server and CLI")

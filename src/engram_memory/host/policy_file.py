@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.admission.policy import AdmissionPolicy, PolicyError, policy_from_mapping
+from engram_memory.host.language.catalogue import _
 
 logger = logging.getLogger(__name__)
 
@@ -86,9 +87,9 @@ def parse_policy(raw: bytes, name: str = "policy.toml") -> AdmissionPolicy:
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise PolicyError(f"{name} is not UTF-8 text") from exc
+        raise PolicyError(_("{name} is not UTF-8 text").format(name=name)) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"{name} is not valid TOML: {exc}") from exc
+        raise PolicyError(_("{name} is not valid TOML: {exc}").format(name=name, exc=exc)) from exc
     return policy_from_mapping(data)
 
 

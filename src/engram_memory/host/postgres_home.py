@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import StoreSettings, is_postgres_url
 
 
@@ -24,15 +25,17 @@ def check_url(url: str, option: str) -> None:
 
     if not is_postgres_url(url):
         takes = "'sqlite' or a postgresql:// URL" if option == "--store" else "a postgresql:// URL"
-        raise PostgresHomeError(f"{option} takes {takes}")
+        raise PostgresHomeError(_("{option} takes {takes}").format(option=option, takes=takes))
     try:
         fields = url_fields(url)
     except Exception as exc:  # psycopg.ProgrammingError: its message may quote the URL
-        raise PostgresHomeError(f"{option} is not a PostgreSQL connection URL") from exc
+        raise PostgresHomeError(_("{option} is not a PostgreSQL connection URL").format(option=option)) from exc
     if fields.get("password"):
         raise PostgresHomeError(
-            f"{option} must not carry a password (config.toml would keep it): put it in ~/.pgpass,"
-            " PGPASSFILE or PGPASSWORD instead"
+            _(
+                "{option} must not carry a password (config.toml would keep it): put it in ~/.pgpass, PGPASSFILE or "
+                "PGPASSWORD instead"
+            ).format(option=option)
         )
 
 
@@ -99,15 +102,23 @@ def prepare(settings: StoreSettings) -> None:
                     holds_journal = vault.execute("SELECT to_regclass('journal') IS NOT NULL").fetchone()
                     if _identity(vault) == _identity(store) or (holds_journal and holds_journal[0]):
                         raise PostgresHomeError(
-                            "--vault names the store's own database: data keys need a database of their own,"
-                            " so that no dump of the store carries them"
+                            _(
+                                "--vault names the store's own database: data keys need a database of their own, so "
+                                "that no dump of the store carries them"
+                            )
                         )
     except RoleRefused as exc:
         raise PostgresHomeError(str(exc)) from exc
     except psycopg.Error as exc:
         raise PostgresHomeError(
-            f"the PostgreSQL server could not be reached as the owner ({_where(settings.store)}"
-            f"{' or the vault' if settings.vault else ''}): {_reason(settings, exc)}"
+            (
+                _("the PostgreSQL server could not be reached as the owner ({store} or the vault): {reason}")
+                if settings.vault
+                else _("the PostgreSQL server could not be reached as the owner ({store}): {reason}")
+            ).format(
+                store=_where(settings.store),
+                reason=_reason(settings, exc),
+            )
         ) from exc
 
 
@@ -161,7 +172,9 @@ def grant_runtime(settings: StoreSettings, *, vault: bool = True) -> None:
             with open_owner_connection(settings.vault) as keys:
                 grant(keys, settings.app_role, VAULT_GRANTS, VAULT_FUNCTIONS)
     except psycopg.Error as exc:
-        raise PostgresHomeError(f"the runtime role could not be granted its privileges: {type(exc).__name__}") from exc
+        raise PostgresHomeError(
+            _("the runtime role could not be granted its privileges: {name}").format(name=type(exc).__name__)
+        ) from exc
 
 
 def runtime_url(settings: StoreSettings, url: str) -> str:
@@ -170,7 +183,7 @@ def runtime_url(settings: StoreSettings, url: str) -> str:
 
     if settings.app_role is None:
         raise PostgresHomeError(
-            "this home has no runtime role for agent calls: run 'engram-memory init --app-role ROLE' as the owner"
+            _("this home has no runtime role for agent calls: run 'engram-memory init --app-role ROLE' as the owner")
         )
     return with_user(url, settings.app_role)
 

@@ -8,11 +8,14 @@ The binding is made here, never signed: it exists only inside this process, for 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from engram_memory.contract.binding import Binding
+from engram_memory.contract.states import RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.ports.rows import RecordRow
 
 HOST_READ_TOKEN_ID = "host-read"  # noqa: S105 - an id in the audit log, not a secret
 HOST_READ_AGENT = "engram-memory-cli"
@@ -76,3 +79,35 @@ def search_records(
     )
     records: list[dict[str, Any]] = value["records"]
     return records
+
+
+PREVIEW_CHARS = 80
+CUT_MARK = "…"
+
+
+def primary_text(record: dict[str, Any]) -> str:
+    for component in record.get("components", []):
+        if component.get("component_id") == record.get("primary_component_id"):
+            return str(component.get("text", ""))
+    return ""
+
+
+def preview(record: dict[str, Any], width: int = PREVIEW_CHARS) -> str:
+    """A record's primary text on one line, cut at `width` characters and marked where it was cut."""
+    text = " ".join(primary_text(record).split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + CUT_MARK
+
+
+def previews(engine: Engine, rows: Iterable[RecordRow], *, read_by: str, width: int = PREVIEW_CHARS) -> dict[str, str]:
+    """The previews of the current records among `rows`, each an audited host read; a record that cannot
+    be read (it changed state meanwhile) has none."""
+    shown: dict[str, str] = {}
+    for row in rows:
+        if row.state != RecordState.ACCEPTED_CURRENT.value:
+            continue
+        try:
+            record = read_record(engine, row.scope.tenant, row.scope.workspace, row.record_id, read_by=read_by)
+        except HostReadRefused:
+            continue
+        shown[row.record_id] = preview(record, width)
+    return shown

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engram_memory.host.language.catalogue import _
+
 HOME_ENV = "ENGRAM_HOME"
 BINDING_ENV = "ENGRAM_BINDING"
 BINDING_FILE_ENV = "ENGRAM_BINDING_FILE"
@@ -120,14 +122,14 @@ def is_postgres_url(value: str) -> bool:
 def optional_postgres_url(value: object, where: str) -> str | None:
     """A setting that is absent or a postgresql:// URL. Raises SettingsError naming `where`."""
     if value is not None and (not isinstance(value, str) or not is_postgres_url(value)):
-        raise SettingsError(f"{where} must be a postgresql:// URL")
+        raise SettingsError(_("{where} must be a postgresql:// URL").format(where=where))
     return value
 
 
 def postgres_urls(value: object, where: str) -> tuple[str, ...]:
     """A setting that is a list of postgresql:// URLs. Raises SettingsError naming `where`."""
     if not isinstance(value, list) or not all(isinstance(url, str) and is_postgres_url(url) for url in value):
-        raise SettingsError(f"{where} must be a list of postgresql:// URLs")
+        raise SettingsError(_("{where} must be a list of postgresql:// URLs").format(where=where))
     return tuple(value)
 
 
@@ -187,24 +189,28 @@ def parse_store_settings(text: str) -> StoreSettings:
     config: dict[str, Any] = tomllib.loads(text)
     store = config.get("store")
     if not isinstance(store, str) or not (store == SQLITE_STORE or is_postgres_url(store)):
-        raise SettingsError("config.toml names a store this version cannot open")
+        raise SettingsError(_("config.toml names a store this version cannot open"))
     app_role, vault, pool_size = config.get("app_role"), config.get("vault"), config.get("pool_size", DEFAULT_POOL_SIZE)
     if app_role is not None and (not isinstance(app_role, str) or not app_role):
-        raise SettingsError("config.toml: app_role must be a role name")
+        raise SettingsError(_("config.toml: app_role must be a role name"))
     if vault is not None and (not isinstance(vault, str) or not is_postgres_url(vault)):
-        raise SettingsError("config.toml: vault must be a postgresql:// URL")
+        raise SettingsError(_("config.toml: vault must be a postgresql:// URL"))
     if not isinstance(pool_size, int) or isinstance(pool_size, bool) or not 1 <= pool_size <= MAX_POOL_SIZE:
-        raise SettingsError(f"config.toml: pool_size must be a whole number from 1 to {MAX_POOL_SIZE}")
+        raise SettingsError(
+            _("config.toml: pool_size must be a whole number from 1 to {max_pool_size}").format(
+                max_pool_size=MAX_POOL_SIZE
+            )
+        )
     if store == SQLITE_STORE and (app_role is not None or vault is not None):
-        raise SettingsError("config.toml: app_role and vault apply to a PostgreSQL store only")
+        raise SettingsError(_("config.toml: app_role and vault apply to a PostgreSQL store only"))
     read_urls = postgres_urls(config.get("read_urls", []), "config.toml: read_urls")
     direct_url = optional_postgres_url(config.get("direct_url"), "config.toml: direct_url")
     prepared = config.get("prepared_statements", True)
     if not isinstance(prepared, bool):
-        raise SettingsError("config.toml: prepared_statements must be true or false")
+        raise SettingsError(_("config.toml: prepared_statements must be true or false"))
     if store == SQLITE_STORE and (read_urls or direct_url is not None or not prepared):
         raise SettingsError(
-            "config.toml: read_urls, direct_url and prepared_statements apply to a PostgreSQL store only"
+            _("config.toml: read_urls, direct_url and prepared_statements apply to a PostgreSQL store only")
         )
     return StoreSettings(
         store=store,
@@ -229,4 +235,4 @@ def store_settings(paths: HostPaths) -> StoreSettings:
     except SettingsError as exc:
         raise HomeError(str(exc)) from exc
     except (OSError, ValueError) as exc:  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
-        raise HomeError(f"cannot read {paths.config}: run 'engram-memory init' first") from exc
+        raise HomeError(_("cannot read {config}: run 'engram-memory init' first").format(config=paths.config)) from exc

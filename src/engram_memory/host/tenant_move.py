@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from engram_memory.host.backends import store_backend
 from engram_memory.host.compose import HomeError, open_engine
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import HostPaths, store_settings
 from engram_memory.host.tenant_routes import TenantRoutes, home_routes, write_routes
 
@@ -50,7 +51,7 @@ def move_tenant(paths: HostPaths, tenant: str, target: str) -> Moved:
 
     home = store_settings(paths)
     if not store_backend(paths, home).runtime_role:  # the embedded store: one file, one machine
-        raise HomeError("tenants live in several clusters only on a PostgreSQL home")
+        raise HomeError(_("tenants live in several clusters only on a PostgreSQL home"))
     routes = home_routes(paths)
     try:
         source = routes.cluster_of(tenant)
@@ -60,7 +61,9 @@ def move_tenant(paths: HostPaths, tenant: str, target: str) -> Moved:
     if source == target:
         if _drop_left_copies(routes, home, tenant, target):
             return Moved(tenant, source, target, {}, 0.0)
-        raise MoveRefused(f"tenant '{tenant}' already lives in cluster '{target}'")
+        raise MoveRefused(
+            _("tenant '{tenant}' already lives in cluster '{target}'").format(tenant=tenant, target=target)
+        )
     store_backend(paths, target_settings).install([])  # migrations and the runtime role's grants
     try:
         with (
@@ -69,7 +72,9 @@ def move_tenant(paths: HostPaths, tenant: str, target: str) -> Moved:
         ):
             copied, seconds = _move(paths, routes, tenant, target, from_db, to_db)
     except psycopg.Error as exc:
-        raise MoveRefused(f"PostgreSQL refused the move ({type(exc).__name__}); the tenant stays where it was") from exc
+        raise MoveRefused(
+            _("PostgreSQL refused the move ({name}); the tenant stays where it was").format(name=type(exc).__name__)
+        ) from exc
     if not erase_cluster(paths, source):
         logger.warning("cluster '%s': the moved tenant's rows await the next erasure pass", source)
     return Moved(tenant, source, target, copied, seconds)
@@ -81,7 +86,7 @@ def _move(
     from engram_memory.stores.postgres import tenant_copy
 
     if not any(tenant_copy.row_counts(from_db, tenant).values()):
-        raise MoveRefused(f"its cluster holds nothing of tenant '{tenant}'")
+        raise MoveRefused(_("its cluster holds nothing of tenant '{tenant}'").format(tenant=tenant))
     with to_db.transaction():
         tenant_copy.delete_tenant(to_db, tenant)  # what a failed move left
     fenced_at = time.monotonic()
@@ -120,7 +125,9 @@ def _drop_left_copies(routes: TenantRoutes, home: StoreSettings, tenant: str, ta
                     continue
                 tenant_copy.drop_tenant(db, tenant)
         except psycopg.Error as exc:
-            raise MoveRefused(f"cluster '{name}' could not be reached ({type(exc).__name__})") from exc
+            raise MoveRefused(
+                _("cluster '{name}' could not be reached ({name2})").format(name=name, name2=type(exc).__name__)
+            ) from exc
         dropped = True
     return dropped
 
@@ -133,7 +140,9 @@ def _verify(paths: HostPaths, cluster: str) -> None:
     with open_engine(paths, cluster=cluster, semantic=False) as engine:
         first = engine.verify(full=True).first
     if first is not None:
-        raise MoveRefused(f"the copy does not verify on the target ({first.line}); nothing was moved")
+        raise MoveRefused(
+            _("the copy does not verify on the target ({line}); nothing was moved").format(line=first.line)
+        )
 
 
 def erase_cluster(paths: HostPaths, cluster: str) -> bool:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import (
     HomeError,
     HostPaths,
@@ -63,7 +64,7 @@ class TenantRoutes:
         if cluster == HOME_CLUSTER:
             return home
         if cluster not in self.clusters:
-            raise SettingsError(f"tenants.toml names no cluster '{cluster}'")
+            raise SettingsError(_("tenants.toml names no cluster '{cluster}'").format(cluster=cluster))
         chosen = self.clusters[cluster]
         return replace(
             home,
@@ -97,26 +98,32 @@ def parse_routes(text: str) -> TenantRoutes:
     config: dict[str, Any] = tomllib.loads(text)
     unknown = set(config) - {"clusters", "tenants"}
     if unknown:
-        raise SettingsError(f"tenants.toml: unknown key '{sorted(unknown)[0]}'")
+        raise SettingsError(_("tenants.toml: unknown key '{key}'").format(key=sorted(unknown)[0]))
     clusters_in, tenants_in = config.get("clusters", {}), config.get("tenants", {})
     if not isinstance(clusters_in, dict) or not isinstance(tenants_in, dict):
-        raise SettingsError("tenants.toml: [clusters] and [tenants] must be tables")
+        raise SettingsError(_("tenants.toml: [clusters] and [tenants] must be tables"))
     clusters = {name: _cluster(name, value) for name, value in clusters_in.items()}
     for tenant, cluster in tenants_in.items():
         if not isinstance(cluster, str) or (cluster != HOME_CLUSTER and cluster not in clusters):
-            raise SettingsError(f"tenants.toml: tenant '{tenant}' names no cluster of [clusters]")
+            raise SettingsError(
+                _("tenants.toml: tenant '{tenant}' names no cluster of [clusters]").format(tenant=tenant)
+            )
     return TenantRoutes(clusters, {tenant: str(cluster) for tenant, cluster in tenants_in.items()})
 
 
 def _cluster(name: str, value: object) -> Cluster:
     if not _NAME.fullmatch(name) or name == HOME_CLUSTER:
-        raise SettingsError(f"tenants.toml: '{name}' is not a cluster name (a-z, 0-9, _ and -; not 'home')")
+        raise SettingsError(
+            _("tenants.toml: '{name}' is not a cluster name (a-z, 0-9, _ and -; not 'home')").format(name=name)
+        )
     if not isinstance(value, dict) or set(value) - {"store", "read_urls", "direct_url"}:
-        raise SettingsError(f"tenants.toml: [clusters.{name}] takes store, read_urls and direct_url")
+        raise SettingsError(
+            _("tenants.toml: [clusters.{name}] takes store, read_urls and direct_url").format(name=name)
+        )
     where = f"tenants.toml: [clusters.{name}]"
     store = optional_postgres_url(value.get("store"), f"{where} store")
     if store is None:
-        raise SettingsError(f"{where} store must be a postgresql:// URL")
+        raise SettingsError(_("{where} store must be a postgresql:// URL").format(where=where))
     return Cluster(
         store=store,
         read_urls=postgres_urls(value.get("read_urls", []), f"{where} read_urls"),
@@ -139,7 +146,7 @@ def home_routes(paths: HostPaths) -> TenantRoutes:
     try:
         return read_routes(paths)
     except (OSError, ValueError) as exc:  # SettingsError and TOMLDecodeError are ValueErrors
-        raise HomeError(f"cannot read {paths.tenants}: {exc}") from exc
+        raise HomeError(_("cannot read {tenants}: {exc}").format(tenants=paths.tenants, exc=exc)) from exc
 
 
 def write_routes(paths: HostPaths, routes: TenantRoutes) -> None:

@@ -26,6 +26,7 @@ from engram_memory.contract.states import RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.ports.maintenance import RecordFilter
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.reads import host_binding, read_record
 
 EXPORT_FORMAT = "engram-memory-export/1"
@@ -111,7 +112,7 @@ def _sha(data: bytes) -> str:
 def capture_of(memory: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Capture arguments for a memory, and its admission key: both digests of the memory itself."""
     if not isinstance(memory, dict) or not isinstance(memory.get("citations"), list) or not memory["citations"]:
-        raise TransferError("a memory needs its payload with at least one citation")
+        raise TransferError(_("a memory needs its payload with at least one citation"))
     content = json.dumps(memory, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
     digest = hashlib.sha256(content).hexdigest()
     citation_ids = [str(citation.get("citation_id")) for citation in memory["citations"] if isinstance(citation, dict)]
@@ -129,10 +130,10 @@ def memories_of_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 line = json.loads(raw)
             except ValueError as exc:
-                raise TransferError(f"line {number} of {path} is not JSON") from exc
+                raise TransferError(_("line {number} of {path} is not JSON").format(number=number, path=path)) from exc
             memory = line.get("memory", line) if isinstance(line, dict) else None
             if not isinstance(memory, dict):
-                raise TransferError(f"line {number} of {path} is not a memory")
+                raise TransferError(_("line {number} of {path} is not a memory").format(number=number, path=path))
             yield memory
 
 
@@ -144,7 +145,11 @@ def memories_of_notes(folder: Path, purpose: str) -> Iterator[dict[str, Any]]:
         if not text:
             continue
         if len(text.encode()) > MAX_NOTE_BYTES:
-            raise TransferError(f"{note} is over {MAX_NOTE_BYTES} bytes: split it into smaller notes")
+            raise TransferError(
+                _("{note} is over {max_note_bytes} bytes: split it into smaller notes").format(
+                    note=note, max_note_bytes=MAX_NOTE_BYTES
+                )
+            )
         at_ms = int(note.stat().st_mtime * 1000)
         relative = note.relative_to(folder).as_posix()
         source = Citation("file", f"file:{relative}"[:512], "path", relative[:4096], _sha(data))

@@ -35,6 +35,7 @@ from engram_memory.contract.errors import ProtocolFault, trusted_context_unavail
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.mcp.addresses import is_loopback
+from engram_memory.mcp.body_limit import DeclaredSizeLimit
 from engram_memory.mcp.step_up import CouldHave, StepUp
 
 logger = logging.getLogger(__name__)
@@ -271,7 +272,10 @@ def build_http_app(
         challenge = functools.partial(bearer_challenge, metadata_published=True)
         app = StepUp(app, authorization.could_have, challenge, MAX_REQUEST_BODY_BYTES)
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=RequireBinding(app, metadata_published=published)),
+        Route(
+            MCP_PATH,
+            endpoint=DeclaredSizeLimit(RequireBinding(app, metadata_published=published), MAX_REQUEST_BODY_BYTES),
+        ),
         # RFC 9728 §3.1: the metadata of the resource /mcp sits at the well-known path plus /mcp; some clients
         # probe the bare well-known path first.
         Route(RESOURCE_METADATA_PATH + MCP_PATH, endpoint=metadata, methods=["GET", "HEAD"]),

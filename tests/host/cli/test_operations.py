@@ -333,10 +333,13 @@ def test_stats_prints_tables_for_people_without_memory_text(site: Site) -> None:
     lines = [" ".join(line.split()) for line in text.splitlines()]
     assert "journal events 9" in lines
     assert "open confirmation requests 1" in lines
-    assert "index 3 indexed / 3 accepted_current" in lines
+    assert "index 3 indexed of 3 current" in lines
     assert "index health ok" in lines
     assert "candidates pending 1" in lines
-    assert "tenant-a/workspace-1 7 1 0 2 2 2" in lines
+    # pending beside the review queue, and why they differ, said where both are shown
+    assert "waiting for a person's review 0" in lines
+    assert any(line.startswith("pending: captured and not yet decided") for line in lines)
+    assert "tenant-a/workspace-1 7 1 0 2 2 2" in lines, text
     assert not any(word in text for word in ("Deploys", "Hotfix", "ghp_"))
 
 

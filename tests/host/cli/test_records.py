@@ -221,4 +221,4 @@ def test_expire_due_expires_what_is_past_its_expiry(home: HostPaths) -> None:
     assert history[-1]["actor"]["principal"] == "host:auto-expiry"
     assert _records(home, "show", kept)["state"] == "accepted_current"
     assert _json("records", "expire-due", "--home", home.home) == {"expired": []}
-    assert _ok(cli("records", "expire-due", "--home", home.home)).strip() == "0 record(s) expired"
+    assert _ok(cli("records", "expire-due", "--home", home.home)).strip() == "0 records expired"

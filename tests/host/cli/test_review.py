@@ -131,7 +131,7 @@ def test_review_list_for_people_names_each_candidate_and_why(site: Site, tmp_pat
     assert done.code == 0
     text = done.stdout
     assert site.flagged in text and site.plain not in text
-    assert "review_mode" in text and "tenant-a/workspace-1" in text
+    assert "the policy sends every candidate to review" in text and "tenant-a/workspace-1" in text
     assert done.stderr == (
         "engram-memory: showing the first 1 candidates (oldest first); more exist (raise --limit to see them)\n"
     )

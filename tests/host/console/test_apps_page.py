@@ -73,7 +73,7 @@ def test_turning_a_client_away_asks_first_then_ends_its_grants_for_good(signed_i
     assert asked.status_code == 200 and 'name="confirmed" value="yes"' in asked.text
     assert not signed_in.engine.is_revoked(token_id)
     done = signed_in.post("/apps/turn-away", {"client_id": "client-1", "confirmed": "yes"})
-    assert "1 grant(s) ended" in unquote_plus(done.headers["location"])
+    assert "1 grant ended" in unquote_plus(done.headers["location"])
     page = signed_in.client.get("/apps").text
     assert "turned away" in page and "status-revoked" in page
     assert signed_in.engine.is_revoked(token_id)

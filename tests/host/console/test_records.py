@@ -10,10 +10,17 @@ from tests.host.console.conftest import DECIDER, Site
 from tests.support.payloads import PURPOSE
 
 
-def test_browsing_lists_records_without_their_text(signed_in: Site) -> None:
+def test_browsing_lists_records_with_their_text_cut_short_through_audited_host_reads(signed_in: Site) -> None:
     record_id = signed_in.remembered("The secret handshake is two knocks and a pause.")
-    page = signed_in.client.get("/records?tenant=tenant-a&workspace=workspace-1&state=accepted_current").text
-    assert record_id in page and "accepted_current" in page and "two knocks" not in page
+    long_id = signed_in.remembered("회의록: " + "배포 전에 두 명의 승인이 필요합니다. " * 10)
+    page = html.unescape(
+        signed_in.client.get("/records?tenant=tenant-a&workspace=workspace-1&state=accepted_current").text
+    )
+    assert record_id in page and ">current<" in page and "The secret handshake is two knocks and a pause." in page
+    assert long_id in page and "회의록: 배포 전에" in page and "…" in page
+    assert ("배포 전에 두 명의 승인이 필요합니다. " * 10).strip() not in page
+    reads = [row for row in _audit(signed_in) if row.tool == Tool.GET.value and row.principal == DECIDER]
+    assert len(reads) == 2 and all(row.token_id == "host-read" for row in reads)
     assert record_id not in signed_in.client.get("/records?tenant=tenant-b").text
 
 
@@ -37,7 +44,7 @@ def test_a_search_without_its_scope_says_what_is_missing(signed_in: Site) -> Non
 def test_a_record_page_shows_text_citations_and_history(signed_in: Site) -> None:
     record_id = signed_in.remembered("Deploys need two approvals.")
     page = html.unescape(signed_in.client.get(f"/records/{record_id}").text)
-    assert "Deploys need two approvals." in page and "accepted_current" in page
+    assert "Deploys need two approvals." in page and "<dd>current</dd>" in page
     assert "accept" in page and DECIDER in page
     assert signed_in.client.get("/records/mem_nothere").status_code == 404
 
@@ -51,7 +58,7 @@ def test_a_maintenance_action_asks_first_then_runs_and_the_history_shows_it(sign
     done = signed_in.post(f"/records/{record_id}/action", {**form, "confirmed": "yes"})
     assert done.status_code == 303 and "accepted_disputed" in done.headers["location"]
     page = signed_in.client.get(f"/records/{record_id}").text
-    assert "ticket:OPS-9" in page and "accepted_disputed" in page
+    assert "ticket:OPS-9" in page and "<dd>disputed</dd>" in page
 
 
 def test_tombstone_from_the_page_erases_and_the_agent_finds_nothing(signed_in: Site) -> None:

@@ -130,13 +130,13 @@ def test_a_revoked_client_is_turned_away_and_its_grants_end(home: HostPaths, flo
     verifier, challenge = pkce()
     tokens = flow.exchange(flow.code(challenge), verifier).json()
     revoked = cli("access", "revoke-client", flow.client_id, "--home", home.home)
-    assert revoked.code == 0 and revoked.stdout.strip() == f"{flow.client_id}: revoked; 1 grant(s) ended"
+    assert revoked.code == 0 and revoked.stdout.strip() == f"{flow.client_id}: revoked; 1 grant ended"
     assert flow.list_tools(tokens["access_token"]).status_code == 401
     assert flow.refresh(tokens["refresh_token"]).json()["error"] in ("invalid_client", "invalid_grant")
     verifier, challenge = pkce()
     assert flow.http.get(flow.authorize_url(challenge)).status_code == 400  # nobody signs in to it any more
     again = cli("access", "revoke-client", flow.client_id, "--home", home.home)
-    assert again.stdout.strip() == f"{flow.client_id}: was revoked already; 0 grant(s) ended"
+    assert again.stdout.strip() == f"{flow.client_id}: was revoked already; 0 grants ended"
     unknown = cli("access", "revoke-client", "no-such-client", "--home", home.home)
     assert unknown.code != 0 and "no client no-such-client" in unknown.stderr
 

@@ -21,6 +21,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from engram_memory.engine.ports.sign_in import PersonRow, SignInStore
 from engram_memory.host.access.ending import end_grant
 from engram_memory.host.access.rules import Identity
+from engram_memory.host.language.catalogue import _
 
 DEFAULT_ENROLMENT_S = 7 * 86_400
 MIN_PASSWORD_CHARS = 12
@@ -54,20 +55,20 @@ def digest(secret: str) -> str:
 
 def normalised_email(email: str) -> str:
     text = unicodedata.normalize("NFC", email.strip()).lower()
-    local, _, domain = text.partition("@")
+    local, _at, domain = text.partition("@")
     if not local or not domain or "@" in domain or any(ch.isspace() or not ch.isprintable() for ch in text):
-        raise PeopleError("an email looks like name@example.com")
+        raise PeopleError(_("an email looks like name@example.com"))
     if len(text.encode("utf-8")) > 254:
-        raise PeopleError("an email is at most 254 bytes")
+        raise PeopleError(_("an email is at most 254 bytes"))
     return text
 
 
 def _groups(groups: list[str]) -> tuple[str, ...]:
     cleaned = sorted({unicodedata.normalize("NFC", group.strip()) for group in groups})
     if any(not group or not group.isprintable() or len(group.encode("utf-8")) > 256 for group in cleaned):
-        raise PeopleError("a group is a non-empty printable name of at most 256 bytes")
+        raise PeopleError(_("a group is a non-empty printable name of at most 256 bytes"))
     if len(cleaned) > MAX_GROUPS:
-        raise PeopleError(f"a person is in at most {MAX_GROUPS} groups")
+        raise PeopleError(_("a person is in at most {max_groups} groups").format(max_groups=MAX_GROUPS))
     return tuple(cleaned)
 
 
@@ -92,14 +93,16 @@ def add_person(
         created_by=created_by,
     )
     if not store.add_person(row):
-        raise PeopleError(f"{row.email} has an account already (engram-memory people enrol gives a new code)")
+        raise PeopleError(
+            _("{email} has an account already (engram-memory people enrol gives a new code)").format(email=row.email)
+        )
     return Enrolment(person=row, secret=secret)
 
 
 def _known(store: SignInStore, email: str) -> PersonRow:
     person = store.person_by_email(normalised_email(email))
     if person is None:
-        raise PeopleError(f"no account for {normalised_email(email)} (engram-memory people list)")
+        raise PeopleError(_("no account for {email} (engram-memory people list)").format(email=normalised_email(email)))
     return person
 
 
@@ -107,7 +110,7 @@ def new_enrolment(store: SignInStore, email: str, *, now_ms: int, enrol_for_s: i
     """A fresh one-time secret (a lost one, or a new password); the old password works until it is used."""
     person = _known(store, email)
     if person.disabled_at_ms is not None:
-        raise PeopleError(f"{person.email} is disabled (engram-memory people enable)")
+        raise PeopleError(_("{email} is disabled (engram-memory people enable)").format(email=person.email))
     secret = secrets.token_urlsafe(24)
     changed = replace(person, enrolment_digest=digest(secret), enrolment_expires_at_ms=now_ms + enrol_for_s * 1000)
     store.update_person(changed)
@@ -146,9 +149,13 @@ def enrol(store: SignInStore, secret: str, password: str, *, now_ms: int) -> Per
 
 def check_password(password: str) -> None:
     if len(password) < MIN_PASSWORD_CHARS:
-        raise PeopleError(f"a password has at least {MIN_PASSWORD_CHARS} characters")
+        raise PeopleError(
+            _("a password has at least {min_password_chars} characters").format(min_password_chars=MIN_PASSWORD_CHARS)
+        )
     if len(password.encode("utf-8", "surrogatepass")) > MAX_PASSWORD_BYTES:
-        raise PeopleError(f"a password has at most {MAX_PASSWORD_BYTES} bytes")
+        raise PeopleError(
+            _("a password has at most {max_password_bytes} bytes").format(max_password_bytes=MAX_PASSWORD_BYTES)
+        )
 
 
 def signed_in(store: SignInStore, email: str, password: str) -> PersonRow | None:

@@ -15,6 +15,7 @@ from engram_memory.contract.binding import TRUST_CLASSES
 from engram_memory.contract.tools import Tool, tool_from_name
 from engram_memory.host.access.rules import Access, AccessRules, Conditions, IdentityProvider, Rule
 from engram_memory.host.bindings import BindingError, parse_duration
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.outbound import https_or_loopback
 
 FILE_NAME = "access.toml"
@@ -79,7 +80,9 @@ def read_access_rules(path: Path) -> AccessRules | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise AccessRulesError(f"{path.name}: cannot be read ({type(exc).__name__})") from exc
+        raise AccessRulesError(
+            _("{name}: cannot be read ({name2})").format(name=path.name, name2=type(exc).__name__)
+        ) from exc
     return parse_access_rules(text)
 
 
@@ -87,23 +90,31 @@ def parse_access_rules(text: str) -> AccessRules:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise AccessRulesError(f"{FILE_NAME}: not valid TOML ({exc})") from exc
+        raise AccessRulesError(_("{file_name}: not valid TOML ({exc})").format(file_name=FILE_NAME, exc=exc)) from exc
     unknown = sorted(set(document) - {"defaults", "rules", "identity_provider"})
     if unknown:
         known = "defaults, rules, identity_provider"
-        raise AccessRulesError(f"{FILE_NAME}: unknown table or key '{unknown[0]}' (known: {known})")
+        raise AccessRulesError(
+            _("{file_name}: unknown table or key '{key}' (known: {known})").format(
+                file_name=FILE_NAME, key=unknown[0], known=known
+            )
+        )
     defaults = document.get("defaults", {})
     if not isinstance(defaults, dict):
-        raise AccessRulesError(f"{FILE_NAME}: [defaults] must be a table")
+        raise AccessRulesError(_("{file_name}: [defaults] must be a table").format(file_name=FILE_NAME))
     _reject_unknown(defaults, _DEFAULT_KEYS, f"{FILE_NAME} [defaults]")
     rules = document.get("rules", [])
     if not isinstance(rules, list) or not all(isinstance(rule, dict) for rule in rules):
-        raise AccessRulesError(f"{FILE_NAME}: rules must be an array of tables ([[rules]])")
+        raise AccessRulesError(
+            _("{file_name}: rules must be an array of tables ([[rules]])").format(file_name=FILE_NAME)
+        )
     parsed = tuple(_rule(index, rule, defaults) for index, rule in enumerate(rules, start=1))
     names = [rule.name for rule in parsed]
     repeated = next((name for name in names if names.count(name) > 1), None)
     if repeated is not None:
-        raise AccessRulesError(f"{FILE_NAME}: two rules are named '{repeated}'")
+        raise AccessRulesError(
+            _("{file_name}: two rules are named '{repeated}'").format(file_name=FILE_NAME, repeated=repeated)
+        )
     provider = document.get("identity_provider")
     return AccessRules(rules=parsed, identity_provider=None if provider is None else _provider(provider))
 
@@ -114,22 +125,22 @@ _PROVIDER_KEYS = ("name", "issuer", "client_id", "client_secret_file", "scopes",
 def _provider(table: Any) -> IdentityProvider:
     where = f"{FILE_NAME} [identity_provider]"
     if not isinstance(table, dict):
-        raise AccessRulesError(f"{where} must be a table")
+        raise AccessRulesError(_("{where} must be a table").format(where=where))
     _reject_unknown(table, _PROVIDER_KEYS, where)
     values: dict[str, str] = {}
     for key in ("name", "issuer", "client_id", "client_secret_file"):
         value = table.get(key)
         if not isinstance(value, str) or not value.strip():
-            raise AccessRulesError(f"{where}: {key} must be a non-empty string")
+            raise AccessRulesError(_("{where}: {key} must be a non-empty string").format(where=where, key=key))
         values[key] = value.strip()
     if not https_or_loopback(values["issuer"]):
-        raise AccessRulesError(f"{where}: issuer must be an https:// URL")
+        raise AccessRulesError(_("{where}: issuer must be an https:// URL").format(where=where))
     scopes = table.get("scopes", ["openid", "email", "profile"])
     if not isinstance(scopes, list) or "openid" not in scopes or not all(isinstance(s, str) and s for s in scopes):
-        raise AccessRulesError(f"{where}: scopes must be a list of names including openid")
+        raise AccessRulesError(_("{where}: scopes must be a list of names including openid").format(where=where))
     groups_claim = table.get("groups_claim", "groups")
     if not isinstance(groups_claim, str) or not groups_claim:
-        raise AccessRulesError(f"{where}: groups_claim must be a claim's name")
+        raise AccessRulesError(_("{where}: groups_claim must be a claim's name").format(where=where))
     return IdentityProvider(
         name=values["name"],
         issuer=values["issuer"].rstrip("/"),
@@ -143,26 +154,36 @@ def _provider(table: Any) -> IdentityProvider:
 def _reject_unknown(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
     unknown = sorted(set(table) - set(known))
     if unknown:
-        raise AccessRulesError(f"{where}: unknown key '{unknown[0]}' (known: {', '.join(known)})")
+        raise AccessRulesError(
+            _("{where}: unknown key '{key}' (known: {known})").format(
+                where=where, key=unknown[0], known=", ".join(known)
+            )
+        )
 
 
 def _rule(index: int, table: Mapping[str, Any], defaults: Mapping[str, Any]) -> Rule:
     name = table.get("name", f"rule {index}")
     where = f"{FILE_NAME} rule {index}"
     if not isinstance(name, str) or not name.strip():
-        raise AccessRulesError(f"{where}: name must be a non-empty string")
+        raise AccessRulesError(_("{where}: name must be a non-empty string").format(where=where))
     where = f"{FILE_NAME} rule {index} ('{name}')"
     _reject_unknown(table, _RULE_KEYS, where)
     conditions = _conditions(table, where)
     everyone = _boolean(table, "everyone", False, where)
     if conditions == Conditions() and not everyone:
-        raise AccessRulesError(f"{where}: no condition; give one ({', '.join(_CONDITION_KEYS)}) or everyone = true")
+        raise AccessRulesError(
+            _("{where}: no condition; give one ({keys}) or everyone = true").format(
+                where=where, keys=", ".join(_CONDITION_KEYS)
+            )
+        )
     if everyone and conditions != Conditions():
-        raise AccessRulesError(f"{where}: everyone = true cannot stand beside a condition")
+        raise AccessRulesError(_("{where}: everyone = true cannot stand beside a condition").format(where=where))
     if _boolean(table, "refuse", False, where):
         granted = sorted(set(table) & set(_ACCESS_KEYS))
         if granted:
-            raise AccessRulesError(f"{where}: a refusing rule grants nothing, but it names '{granted[0]}'")
+            raise AccessRulesError(
+                _("{where}: a refusing rule grants nothing, but it names '{tool}'").format(where=where, tool=granted[0])
+            )
         return Rule(name=name, conditions=conditions, access=None)
     return Rule(name=name, conditions=conditions, access=_access(table, defaults, where))
 
@@ -189,14 +210,16 @@ def _strings(table: Mapping[str, Any], key: str, where: str) -> frozenset[str] |
         return None
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items or not all(isinstance(item, str) and item for item in items):
-        raise AccessRulesError(f"{where}: {key} must be a non-empty string or a non-empty list of them")
+        raise AccessRulesError(
+            _("{where}: {key} must be a non-empty string or a non-empty list of them").format(where=where, key=key)
+        )
     return frozenset(items)
 
 
 def _boolean(table: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
     value = table.get(key, default)
     if not isinstance(value, bool):
-        raise AccessRulesError(f"{where}: {key} must be true or false")
+        raise AccessRulesError(_("{where}: {key} must be true or false").format(where=where, key=key))
     return value
 
 
@@ -206,23 +229,25 @@ def _access(table: Mapping[str, Any], defaults: Mapping[str, Any], where: str) -
 
     tenant = table.get("tenant")
     if not isinstance(tenant, str) or not tenant:
-        raise AccessRulesError(f"{where}: tenant must be a non-empty string")
+        raise AccessRulesError(_("{where}: tenant must be a non-empty string").format(where=where))
     if "workspace" in table and "workspaces" in table:
-        raise AccessRulesError(f"{where}: give workspace or workspaces, not both")
+        raise AccessRulesError(_("{where}: give workspace or workspaces, not both").format(where=where))
     workspaces = _strings(table, "workspaces" if "workspaces" in table else "workspace", where)
     if workspaces is None:
-        raise AccessRulesError(f"{where}: workspace (or workspaces) is required")
+        raise AccessRulesError(_("{where}: workspace (or workspaces) is required").format(where=where))
     raw = table.get("workspaces", table.get("workspace"))
     ordered = [raw] if isinstance(raw, str) else raw
     purpose = setting("purpose") if setting("purpose") is not None else DEFAULT_PURPOSE
     if not isinstance(purpose, str) or not purpose:
-        raise AccessRulesError(f"{where}: purpose must be a non-empty string")
+        raise AccessRulesError(_("{where}: purpose must be a non-empty string").format(where=where))
     trust_class = setting("trust_class") if setting("trust_class") is not None else "asserted"
     if trust_class not in TRUST_CLASSES:
-        raise AccessRulesError(f"{where}: trust_class must be one of {', '.join(TRUST_CLASSES)}")
+        raise AccessRulesError(
+            _("{where}: trust_class must be one of {choices}").format(where=where, choices=", ".join(TRUST_CLASSES))
+        )
     confirm = setting("confirm_mutations")
     if confirm is not None and not isinstance(confirm, bool):
-        raise AccessRulesError(f"{where}: confirm_mutations must be true or false")
+        raise AccessRulesError(_("{where}: confirm_mutations must be true or false").format(where=where))
     return Access(
         tenant=tenant,
         workspaces=tuple(dict.fromkeys(ordered)),
@@ -241,11 +266,13 @@ def _grants(value: Any, where: str) -> frozenset[str]:
     if value == "all":
         return frozenset(tool.value for tool in Tool)
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise AccessRulesError(f'{where}: grants must be "all" or a list of tool names')
+        raise AccessRulesError(_('{where}: grants must be "all" or a list of tool names').format(where=where))
     tools = [tool_from_name(item) for item in value]
     if None in tools:
         unknown = value[tools.index(None)]
-        raise AccessRulesError(f"{where}: grants names an unknown tool '{unknown}'")
+        raise AccessRulesError(
+            _("{where}: grants names an unknown tool '{unknown}'").format(where=where, unknown=unknown)
+        )
     return frozenset(tool.value for tool in tools if tool is not None)
 
 
@@ -258,11 +285,17 @@ def _lifetime(value: Any, key: str, where: str) -> int:
     if value is None:
         return default
     if not isinstance(value, str):
-        raise AccessRulesError(f'{where}: {key} is a duration such as "10m", "8h" or "30d"')
+        raise AccessRulesError(
+            _('{where}: {key} is a duration such as "10m", "8h" or "30d"').format(where=where, key=key)
+        )
     try:
         seconds = parse_duration(value)
     except BindingError as exc:
         raise AccessRulesError(f"{where}: {key}: {exc}") from exc
     if not least <= seconds <= most:
-        raise AccessRulesError(f"{where}: {key} must lie between {least} s and {most} s")
+        raise AccessRulesError(
+            _("{where}: {key} must lie between {least} s and {most} s").format(
+                where=where, key=key, least=least, most=most
+            )
+        )
     return seconds

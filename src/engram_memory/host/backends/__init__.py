@@ -18,6 +18,7 @@ from engram_memory.host.backends.common import POSTGRES_STORE, postgres_home_err
 from engram_memory.host.backends.postgres import PostgresStoreBackend
 from engram_memory.host.backends.sqlite import SqliteStoreBackend
 from engram_memory.host.backends.vaults import FileVaultBackend, PostgresVaultBackend
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.postgres_home import PostgresHomeError
 from engram_memory.host.settings import (
     SQLITE_STORE,
@@ -102,7 +103,7 @@ def wanted_settings(
     The one place that reads which kind a `--store` or `--vault` value names; raises HomeError.
     """
     if store is not None and store != SQLITE_STORE and not is_postgres_url(store):
-        raise HomeError("--store takes 'sqlite' or a postgresql:// URL")
+        raise HomeError(_("--store takes 'sqlite' or a postgresql:// URL"))
     given = [(store, "--store"), (vault, "--vault"), (direct_url, "--direct-url")]
     given += [(url, "--read-url") for url in read_urls or ()]
     for value, option in given:
@@ -114,17 +115,17 @@ def wanted_settings(
     if paths.config.exists():
         current = store_settings(paths)
         if store is not None and store != current.store:
-            raise HomeError(f"this home already uses the store '{shown_store(current.store)}'")
+            raise HomeError(_("this home already uses the store '{store}'").format(store=shown_store(current.store)))
     else:
         current = StoreSettings(store=store or SQLITE_STORE)
     if not current.is_postgres and (app_role is not None or vault is not None or read_urls or direct_url):
-        raise HomeError("--app-role, --vault, --read-url and --direct-url apply to a PostgreSQL store only")
+        raise HomeError(_("--app-role, --vault, --read-url and --direct-url apply to a PostgreSQL store only"))
     if app_role is not None and current.app_role not in (None, app_role):
-        raise HomeError(f"this home's runtime role is already '{current.app_role}'")
+        raise HomeError(_("this home's runtime role is already '{app_role}'").format(app_role=current.app_role))
     if vault is not None and current.vault not in (None, vault):
-        raise HomeError("this home's key vault is already another database")
+        raise HomeError(_("this home's key vault is already another database"))
     if vault is not None and current.vault is None and paths.config.exists():
-        raise HomeError("this home keeps its data keys in keys/vault.db: a vault database cannot be added later")
+        raise HomeError(_("this home keeps its data keys in keys/vault.db: a vault database cannot be added later"))
     wanted = replace(current, app_role=app_role or current.app_role, vault=vault or current.vault)
     if read_urls is not None:
         wanted = replace(wanted, read_urls=tuple(read_urls))

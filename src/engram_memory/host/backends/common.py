@@ -9,6 +9,7 @@ from pathlib import Path
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.host import postgres_home
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.postgres_home import PostgresHomeError
 from engram_memory.host.settings import HomeError
 
@@ -31,7 +32,7 @@ def postgres_home_errors(url: str | None = None) -> Iterator[None]:
             None if url is None or exc.__cause__ is None else postgres_home.connect_failure(url, exc.__cause__)
         )
         if exc.code is ErrorCode.STORE_UNAVAILABLE and unreachable is not None:
-            raise HomeError(f"cannot connect to PostgreSQL ({unreachable})") from exc
+            raise HomeError(_("cannot connect to PostgreSQL ({unreachable})").format(unreachable=unreachable)) from exc
         raise
 
 

@@ -9,6 +9,7 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.engine.ports.store import Store
 from engram_memory.host import postgres_home
 from engram_memory.host.backends.common import POSTGRES_STORE, database_bytes, postgres_home_errors
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.recovery.manifest import BackupRefused, store_facts
 from engram_memory.host.settings import HostPaths, StoreSettings
 from engram_memory.stores.sqlite.store import IN_MEMORY, SQLiteStore
@@ -101,7 +102,9 @@ class PostgresStoreBackend:
         try:
             server = self.owner_store()
         except ContractError as exc:
-            raise BackupRefused(f"RESTORE_REFUSED: the PostgreSQL store is unavailable ({exc.code.value})") from exc
+            raise BackupRefused(
+                _("RESTORE_REFUSED: the PostgreSQL store is unavailable ({code})").format(code=exc.code.value)
+            ) from exc
         try:
             with server.inspect() as target:
                 holds_rows = target.holds_rows()
@@ -109,8 +112,10 @@ class PostgresStoreBackend:
             server.close()
         if holds_rows:
             raise BackupRefused(
-                "RESTORE_REFUSED: the home's store already holds data; restore only into an empty store"
-                " (a new database, initialised with engram-memory init)"
+                _(
+                    "RESTORE_REFUSED: the home's store already holds data; restore only into an empty store (a new "
+                    "database, initialised with engram-memory init)"
+                )
             )
 
     def install_restored(self, work: SQLiteStore, expected: dict[str, Any]) -> None:
@@ -122,7 +127,7 @@ class PostgresStoreBackend:
         try:
             with store.fill() as target, work.inspect() as source:
                 if target.holds_rows():  # again, inside the writing transaction: nothing may have arrived
-                    raise BackupRefused("RESTORE_REFUSED: the home's store already holds data; nothing was written")
+                    raise BackupRefused(_("RESTORE_REFUSED: the home's store already holds data; nothing was written"))
                 for table in ARCHIVED_TABLES:
                     columns = source.columns(table)
                     target.insert_rows(table, columns, source.rows(table, columns))
@@ -137,11 +142,13 @@ class PostgresStoreBackend:
                     counts,
                 ):
                     raise BackupRefused(
-                        "RESTORE_REFUSED: the PostgreSQL store did not take the verified state; nothing was written"
+                        _("RESTORE_REFUSED: the PostgreSQL store did not take the verified state; nothing was written")
                     )
         except ContractError as exc:
             raise BackupRefused(
-                f"RESTORE_REFUSED: the PostgreSQL store is unavailable ({exc.code.value}); nothing was written"
+                _("RESTORE_REFUSED: the PostgreSQL store is unavailable ({code}); nothing was written").format(
+                    code=exc.code.value
+                )
             ) from exc
         finally:
             store.close()

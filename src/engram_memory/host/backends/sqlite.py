@@ -9,6 +9,7 @@ from typing import Any
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.ports.store import Store
 from engram_memory.host.backends.common import create_private, file_size, sync_folder
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.recovery.manifest import BackupRefused, store_facts
 from engram_memory.host.settings import SQLITE_STORE, HomeError, HostPaths
 from engram_memory.stores.sqlite.store import SQLiteStore
@@ -40,7 +41,7 @@ class SqliteStoreBackend:
 
     def require(self) -> None:
         if not self._paths.sqlite_file.exists():
-            raise HomeError(f"no store in {self._paths.home}: run 'engram-memory init' first")
+            raise HomeError(_("no store in {home}: run 'engram-memory init' first").format(home=self._paths.home))
 
     def open(self, *, runtime: bool = False) -> Store:
         self.require()
@@ -65,7 +66,9 @@ class SqliteStoreBackend:
             store = SQLiteStore(file)
         except ContractError as exc:
             raise BackupRefused(
-                f"RESTORE_REFUSED: {file} is not a readable store ({exc.code.value}); move store/ away first"
+                _("RESTORE_REFUSED: {file} is not a readable store ({code}); move store/ away first").format(
+                    file=file, code=exc.code.value
+                )
             ) from exc
         try:
             with store.inspect() as queries:
@@ -74,8 +77,10 @@ class SqliteStoreBackend:
             store.close()
         if holds_rows:
             raise BackupRefused(
-                "RESTORE_REFUSED: the home's store already holds data; restore only into an empty store"
-                " (move store/ away and keep keys/)"
+                _(
+                    "RESTORE_REFUSED: the home's store already holds data; restore only into an empty store (move "
+                    "store/ away and keep keys/)"
+                )
             )
 
     def install_restored(self, work: SQLiteStore, expected: dict[str, Any]) -> None:
@@ -119,7 +124,7 @@ class SqliteStoreBackend:
                 os.close(os.open(paths.sqlite_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
                 SQLiteStore(paths.sqlite_file).close()
             raise BackupRefused(
-                "RESTORE_REFUSED: the written store did not read back as verified; it was removed again"
+                _("RESTORE_REFUSED: the written store did not read back as verified; it was removed again")
             )
 
     def _remove_files(self, suffixes: tuple[str, ...] = ("", "-wal", "-shm")) -> None:

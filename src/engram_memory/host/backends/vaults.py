@@ -6,6 +6,7 @@ from pathlib import Path
 
 from engram_memory.host import postgres_home
 from engram_memory.host.backends.common import create_private, database_bytes, file_size, postgres_home_errors
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import HomeError, HostPaths, StoreSettings
 from engram_memory.stores.sql.vault import HostKeyVault, VaultCounts
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
@@ -27,7 +28,11 @@ class FileVaultBackend:
 
     def open(self, *, runtime: bool = False) -> HostKeyVault:
         if not self._paths.vault_file.exists():
-            raise HomeError(f"no key vault in {self._paths.keys_dir}: restore keys/vault.db from your key backup")
+            raise HomeError(
+                _("no key vault in {keys_dir}: restore keys/vault.db from your key backup").format(
+                    keys_dir=self._paths.keys_dir
+                )
+            )
         return SQLiteKeyVault(self._paths.vault_file)
 
     def counts(self) -> VaultCounts:

@@ -32,6 +32,8 @@ from engram_memory.host.cli.common import (
     token_revoker,
 )
 from engram_memory.host.compose import current_user
+from engram_memory.host.language.catalogue import _, ngettext
+from engram_memory.host.language.words import label
 from engram_memory.host.oauth.clients import ClientRefused, client_name, host_registered_client
 from engram_memory.host.settings import resolve_home
 
@@ -39,7 +41,8 @@ from engram_memory.host.settings import resolve_home
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
     access_app = typer.Typer(
-        help="Who may sign in and what their agents get: the host's access rules (access.toml in the home)."
+        rich_markup_mode=None,
+        help="Who may sign in and what their agents get: the host's access rules (access.toml in the home).",
     )
     app.add_typer(access_app, name="access")
     access_app.command("check")(access_check)
@@ -84,14 +87,18 @@ def access_check(
 ) -> None:
     """Show which rule decides for this person and what their clients' tokens would carry."""
     if email is None and subject is None:
-        fail("give --email or --subject (and --groups, --issuer as the provider would send them)")
+        fail(_("give --email or --subject (and --groups, --issuer as the provider would send them)"))
     paths = resolve_home(home)
     try:
         rules = read_access_rules(paths.access)
     except AccessRulesError as exc:
         fail(str(exc))
     if rules is None:
-        fail(f"no access rules: {paths.access} does not exist (engram-memory access example prints a start)")
+        fail(
+            _("no access rules: {access} does not exist (engram-memory access example prints a start)").format(
+                access=paths.access
+            )
+        )
     identity = Identity(
         issuer=issuer or "",
         subject=subject or (email or ""),
@@ -105,19 +112,34 @@ def access_check(
         return
     access = decision.access
     if access is None:
-        why = f"rule '{decision.rule}' refuses them" if decision.rule else "no rule matches them"
-        say(f"refused: {why}; {identity.principal} could not sign in")
+        why = _("rule '{rule}' refuses them").format(rule=decision.rule) if decision.rule else _("no rule matches them")
+        say(_("refused: {why}; {principal} could not sign in").format(why=why, principal=identity.principal))
         return
-    tools = ", ".join(Tool(name).short_name for name in sorted(access.grants)) or "no tools"
+    tools = ", ".join(Tool(name).short_name for name in sorted(access.grants)) or _("no tools")
     workspaces = ", ".join(access.workspaces)
-    say(f"allowed by rule '{decision.rule}' as {identity.principal}")
-    say(f"    tenant {access.tenant}; workspaces {workspaces} (a client naming none gets {access.workspaces[0]})")
-    say(f"    tools {tools}; purpose {access.purpose}; trust {access.trust_class}")
-    say(f"    human approval of captures and admissions: {'required' if access.confirm_mutations else 'not required'}")
-    lifetimes = f"{duration_words(access.access_lifetime_s)}; refresh for {duration_words(access.refresh_lifetime_s)}"
-    say(f"    access tokens live {lifetimes}")
+    say(_("allowed by rule '{rule}' as {principal}").format(rule=decision.rule, principal=identity.principal))
+    say(
+        _("    tenant {tenant}; workspaces {workspaces} (a client naming none gets {first})").format(
+            tenant=access.tenant, workspaces=workspaces, first=access.workspaces[0]
+        )
+    )
+    say(
+        _("    tools {tools}; purpose {purpose}; trust {trust_class}").format(
+            tools=tools, purpose=access.purpose, trust_class=access.trust_class
+        )
+    )
+    say(
+        _("    human approval of captures and admissions: required")
+        if access.confirm_mutations
+        else _("    human approval of captures and admissions: not required")
+    )
+    say(
+        _("    access tokens live {access}; refresh for {refresh}").format(
+            access=duration_words(access.access_lifetime_s), refresh=duration_words(access.refresh_lifetime_s)
+        )
+    )
     if not issuer:
-        say("    (no --issuer given: rules that name an issuer were not matched)")
+        say(_("    (no --issuer given: rules that name an issuer were not matched)"))
 
 
 def duration_words(seconds: int) -> str:
@@ -166,10 +188,10 @@ def access_grants(
         sys.stdout.write(json.dumps(items) + "\n")
         return
     if not items:
-        say("no grants (people grant clients access when they sign in: serve --http --public-url)")
+        say(_("no grants (people grant clients access when they sign in: serve --http --public-url)"))
         return
     for item in items:
-        say(f"{item['grant_id']}  {item['status']}  {item['principal']}  {item['client']}  {item['workspace']}")
+        say(f"{item['grant_id']}  {label(item['status'])}  {item['principal']}  {item['client']}  {item['workspace']}")
 
 
 def access_revoke(
@@ -180,9 +202,12 @@ def access_revoke(
     with opened_engine(home) as (engine, paths), opened_sign_in(paths) as store:
         grant = store.grant(grant_id)
         if grant is None:
-            fail(f"no grant {grant_id} (engram-memory access grants lists them)")
+            fail(_("no grant {grant_id} (engram-memory access grants lists them)").format(grant_id=grant_id))
         first = end_grant(store, token_revoker(engine), grant_id, f"revoked by {current_user()}", _now_ms())
-    say(f"{grant_id}: {'revoked' if first else 'was revoked already'}; its client must sign in again")
+    if first:
+        say(_("{grant_id}: revoked; its client must sign in again").format(grant_id=grant_id))
+    else:
+        say(_("{grant_id}: was revoked already; its client must sign in again").format(grant_id=grant_id))
 
 
 def access_revoke_client(
@@ -193,11 +218,23 @@ def access_revoke_client(
     and live access tokens). For a client that is lost, leaked or unwanted."""
     with opened_engine(home) as (engine, paths), opened_sign_in(paths) as store:
         if store.client(client_id) is None:
-            fail(f"no client {client_id} (engram-memory access grants shows the clients people let in)")
+            fail(
+                _("no client {client_id} (engram-memory access grants shows the clients people let in)").format(
+                    client_id=client_id
+                )
+            )
         reason = f"its client was revoked by {current_user()}"
         first, ended = turn_away(store, token_revoker(engine), client_id, reason, _now_ms())
-    state = "revoked" if first else "was revoked already"
-    say(f"{client_id}: {state}; {ended} grant(s) ended")
+    said = (
+        ngettext("{client_id}: revoked; {count} grant ended", "{client_id}: revoked; {count} grants ended", ended)
+        if first
+        else ngettext(
+            "{client_id}: was revoked already; {count} grant ended",
+            "{client_id}: was revoked already; {count} grants ended",
+            ended,
+        )
+    )
+    say(said.format(client_id=client_id, count=ended))
 
 
 def _now_ms() -> int:

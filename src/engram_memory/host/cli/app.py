@@ -8,6 +8,7 @@ plain functions, and a `register(app)` that names them.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -33,8 +34,12 @@ from engram_memory.host.cli import (
     transfer,
 )
 from engram_memory.host.cli.common import GLOBAL_HOME, err, one_line, say
+from engram_memory.host.cli.speaking import LanguageRequestError, chosen_language, translate_help, usage_error
+from engram_memory.host.language.catalogue import _, speaking
+from engram_memory.host.language.choice import Language
 
 app = typer.Typer(
+    rich_markup_mode=None,
     name="engram-memory",
     help="Governed long-term memory for AI agents over MCP: the host's command line.",
     no_args_is_help=True,
@@ -63,7 +68,7 @@ for module in (
 
 def _print_version(value: bool) -> None:
     if value:
-        say(f"engram-memory {__version__}")
+        say(_("engram-memory {version}").format(version=__version__))
         raise typer.Exit()
 
 
@@ -77,21 +82,43 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit.")
     ] = False,
+    lang: Annotated[
+        str | None,
+        typer.Option(
+            "--lang",
+            metavar="LANG",
+            help="The language of messages and help: en, ko, zh-Hans, zh-Hant or ja (default: from LANGUAGE, "
+            "LC_ALL, LC_MESSAGES or LANG); also accepted after the subcommand.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     if home is not None:
         ctx.meta[GLOBAL_HOME] = home
 
 
+def _usage_error(message: str, code: int) -> None:
+    err.print(_("engram-memory: error: {reason}").format(reason=one_line(message)), markup=False, highlight=False)
+    sys.exit(code)
+
+
 def main() -> None:
-    """Runs the CLI; usage errors get the same one-line reason as every other failure."""
-    arguments = sys.argv[1:] or ["--help"]
+    """Runs the CLI in the person's language; usage errors get the same one-line reason as every other
+    failure."""
     try:
-        code = app(arguments, standalone_mode=False)
-    except typer.Abort:
-        err.print("engram-memory: error: aborted", markup=False, highlight=False)
-        sys.exit(130)
-    except typer.TyperException as exc:  # usage errors: unknown command, missing or bad option
-        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        err.print(f"engram-memory: error: {one_line(message)}", markup=False, highlight=False)
-        sys.exit(getattr(exc, "exit_code", 2))
-    sys.exit(code if isinstance(code, int) else 0)
+        language, arguments = chosen_language(sys.argv[1:], os.environ)
+    except LanguageRequestError as exc:
+        choices = ", ".join(language.value for language in Language)
+        _usage_error(_("--lang takes one of {choices}, not {value!r}").format(choices=choices, value=str(exc)), 2)
+        return
+    with speaking(language):
+        command = typer.main.get_command(app)
+        translate_help(command)
+        try:
+            code = command(arguments or ["--help"], standalone_mode=False)
+        except typer.Abort:
+            _usage_error(_("aborted"), 130)
+        except typer.TyperException as exc:  # usage errors: unknown command, missing or bad option
+            message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            _usage_error(usage_error(message), getattr(exc, "exit_code", 2))
+        sys.exit(code if isinstance(code, int) else 0)

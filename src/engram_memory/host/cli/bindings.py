@@ -25,12 +25,16 @@ from engram_memory.host.bindings import SIGNED_IN, BindingError, issued_row_of, 
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, say
 from engram_memory.host.compose import current_user
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
+from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.words import label
 from engram_memory.host.settings import resolve_home
 
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
-    bindings_app = typer.Typer(help="The bindings this home issued: claims, grants, expiry, revocation.")
+    bindings_app = typer.Typer(
+        rich_markup_mode=None, help="The bindings this home issued: claims, grants, expiry, revocation."
+    )
     app.add_typer(bindings_app, name="bindings")
     bindings_app.command("list")(bindings_list)
     bindings_app.command("renew")(bindings_renew)
@@ -82,23 +86,31 @@ def bindings_list(
         try:
             found = engine.bindings(limit + 1, latest_only_for=None if every_token else SIGNED_IN)
         except ContractError as exc:
-            fail(f"the store is unavailable ({exc.code.value})")
+            fail(_("the store is unavailable ({code})").format(code=exc.code.value))
     now_ms = int(time.time() * 1000)
     items = [binding_json(issued, revocation, now_ms) for issued, revocation in found[:limit]]
     if len(found) > limit:
-        note_cut_off(limit, "bindings (newest first)")
+        note_cut_off(limit, _("bindings (newest first)"))
     if as_json:
         sys.stdout.write(json.dumps(items) + "\n")
         return
     if not items:
-        say("no bindings issued (engram-memory bind issues one)")
+        say(_("no bindings issued (engram-memory bind issues one)"))
         return
     for item in items:
-        say(f"{item['token_id']}  {item['status']}  {item['tenant']}/{item['workspace']}  {item['principal']}")
+        say(f"{item['token_id']}  {label(item['status'])}  {item['tenant']}/{item['workspace']}  {item['principal']}")
         grants = ", ".join(tool.removeprefix("engram_memory_") for tool in item["grants"]) or "no tools"
-        say(f"    agent {item['agent_id']}, session {item['session']}, purpose {item['purpose_ref']}; {grants}")
+        say(
+            _("    agent {agent_id}, session {session}, purpose {purpose_ref}; {grants}").format(
+                agent_id=item["agent_id"], session=item["session"], purpose_ref=item["purpose_ref"], grants=grants
+            )
+        )
         ended = f"; revoked {item['revoked_at']} by {item['revoked_by']}" if item["revoked_at"] else ""
-        say(f"    issued {item['issued_at']} by {item['issued_by']}; expires {item['expires_at']}{ended}")
+        say(
+            _("    issued {issued_at} by {issued_by}; expires {expires_at}{ended}").format(
+                issued_at=item["issued_at"], issued_by=item["issued_by"], expires_at=item["expires_at"], ended=ended
+            )
+        )
 
 
 def bindings_renew(
@@ -117,12 +129,20 @@ def bindings_renew(
     except (BindingFileError, KeyFileError) as exc:
         fail(str(exc))
     except BindingError:
-        fail(f"the binding in {path} does not verify against this host's key: only this home's bindings are renewed")
+        fail(
+            _(
+                "the binding in {path} does not verify against this host's key: only this home's bindings are renewed"
+            ).format(path=path)
+        )
     now_ms = int(time.time() * 1000)
     with opened_engine(home) as (engine, _paths):
         try:
             if engine.is_revoked(previous.token_id):
-                fail(f"binding {previous.token_id} is revoked: it is not renewed (engram-memory bind issues a new one)")
+                fail(
+                    _("binding {token_id} is revoked: it is not renewed (engram-memory bind issues a new one)").format(
+                        token_id=previous.token_id
+                    )
+                )
             due = renewal_due(previous.issued_at_ms, previous.expires_at_ms, now_ms)
             if not (due or force):
                 _said_renewal(previous.token_id, None, previous.expires_at_ms, as_json)
@@ -130,7 +150,7 @@ def bindings_renew(
             issued = renewed(signing_key, previous, now_s=now_ms // 1000)
             engine.record_binding(issued_row_of(issued.binding, issued_by=current_user()))
         except ContractError as exc:
-            fail(f"the store is unavailable ({exc.code.value})")
+            fail(_("the store is unavailable ({code})").format(code=exc.code.value))
     try:
         write_token_file(path, issued.token)
     except BindingFileError as exc:
@@ -144,6 +164,10 @@ def _said_renewal(previous: str, token_id: str | None, expires_at_ms: int, as_js
         answer = {"renewed": token_id is not None, "previous": previous, "token_id": token_id or previous}
         sys.stdout.write(json.dumps({**answer, "expires_at": expires_at}) + "\n")
     elif token_id is None:
-        say(f"not due: binding {previous} expires {expires_at}")
+        say(_("not due: binding {previous} expires {expires_at}").format(previous=previous, expires_at=expires_at))
     else:
-        say(f"renewed: binding {previous} -> {token_id}, expires {expires_at}")
+        say(
+            _("renewed: binding {previous} -> {token_id}, expires {expires_at}").format(
+                previous=previous, token_id=token_id, expires_at=expires_at
+            )
+        )

@@ -23,6 +23,7 @@ from engram_memory.engine.ports.sign_in import SignInStore
 from engram_memory.host.access.ending import revoking_as
 from engram_memory.host.compose import HomeError, current_user, open_engine, open_vault
 from engram_memory.host.keys.files import KeyFileError
+from engram_memory.host.language.catalogue import N_, _, ngettext
 from engram_memory.host.settings import HOME_ENV, HostPaths, resolve_home
 from engram_memory.host.terminal import SafeConsole, inline
 
@@ -62,14 +63,16 @@ def one_line(reason: str) -> str:
 
 
 def fail(reason: str, code: int = 1) -> NoReturn:
-    err.print(f"engram-memory: error: {one_line(reason)}", markup=False, highlight=False)
+    err.print(_("engram-memory: error: {reason}").format(reason=one_line(reason)), markup=False, highlight=False)
     raise typer.Exit(code=code)
 
 
 def note_cut_off(shown: int, what: str) -> None:
     """A list that stopped at its --limit says so, on stderr: stdout stays exactly the list (or its JSON)."""
     err.print(
-        f"engram-memory: showing the first {shown} {what}; more exist (raise --limit to see them)",
+        _("engram-memory: showing the first {shown} {what}; more exist (raise --limit to see them)").format(
+            shown=shown, what=what
+        ),
         markup=False,
         highlight=False,
     )
@@ -77,13 +80,50 @@ def note_cut_off(shown: int, what: str) -> None:
 
 def warn(text: str) -> None:
     """A warning for the person at the command, on stderr (the command still succeeds)."""
-    err.print(f"engram-memory: warning: {one_line(text)}", markup=False, highlight=False)
+    err.print(_("engram-memory: warning: {text}").format(text=one_line(text)), markup=False, highlight=False)
 
 
 def say(text: str) -> None:
     """One line for a person, printed exactly (no markup, no highlighting); a line break or control
     character inside it (from a value an agent chose) is shown as an escape."""
     out.print(inline(text), markup=False, highlight=False)
+
+
+OptionalTenant = Annotated[
+    str | None,
+    typer.Option(
+        "--tenant", help="The tenant; may be left out when the home holds one workspace (or one of its name)."
+    ),
+]
+OptionalWorkspace = Annotated[
+    str | None,
+    typer.Option("--workspace", help="The workspace; may be left out when the home holds only one that matches."),
+]
+
+
+def only_scope(engine: Engine, tenant: str | None, workspace: str | None) -> tuple[str, str]:
+    """The scope a command means: as named, or, where a part is left out, the one scope of the store that
+    matches what was given; fails naming the choices when there are none or several."""
+    if tenant is not None and workspace is not None:
+        return tenant, workspace
+    known = sorted(engine.state_tallies().events, key=lambda scope: (scope.tenant, scope.workspace))
+    matching = [
+        scope
+        for scope in known
+        if (tenant is None or scope.tenant == tenant) and (workspace is None or scope.workspace == workspace)
+    ]
+    if len(matching) == 1:
+        return matching[0].tenant, matching[0].workspace
+    if not matching:
+        fail(_("no workspace of this home matches: name one with --tenant and --workspace"))
+    names = ", ".join(f"{scope.tenant}/{scope.workspace}" for scope in matching[:10])
+    fail(
+        ngettext(
+            "{count} workspace matches ({names}): name one with --tenant and --workspace",
+            "{count} workspaces match ({names}): name one with --tenant and --workspace",
+            len(matching),
+        ).format(count=len(matching), names=names + (", …" if len(matching) > 10 else ""))
+    )
 
 
 @contextmanager
@@ -95,7 +135,7 @@ def opened_engine(home: Path | None) -> Iterator[tuple[Engine, HostPaths]]:
     except (HomeError, KeyFileError) as exc:
         fail(str(exc))
     except ContractError as exc:
-        fail(f"the store is unavailable ({exc.code.value})")
+        fail(_("the store is unavailable ({code})").format(code=exc.code.value))
 
 
 def token_revoker(engine: Engine) -> Callable[[str], object]:
@@ -112,17 +152,17 @@ def opened_sign_in(paths: HostPaths) -> Iterator[SignInStore]:
     except HomeError as exc:
         fail(str(exc))
     except ContractError as exc:
-        fail(f"the vault is unavailable ({exc.code.value})")
+        fail(_("the vault is unavailable ({code})").format(code=exc.code.value))
     try:
         yield vault.sign_in()
     except ContractError as exc:
-        fail(f"the vault is unavailable ({exc.code.value})")
+        fail(_("the vault is unavailable ({code})").format(code=exc.code.value))
     finally:
         vault.close()
 
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-INSTANT_FORMS = "a date (2026-01-31, midnight UTC) or an ISO instant (2026-01-31T09:00Z, 2026-01-31T10:00:00+01:00)"
+INSTANT_FORMS = N_("a date (2026-01-31, midnight UTC) or an ISO instant (2026-01-31T09:00Z, 2026-01-31T10:00:00+01:00)")
 
 
 def host_instant(option: str, text: str | None) -> int | None:
@@ -142,5 +182,5 @@ def host_instant(option: str, text: str | None) -> int | None:
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=UTC)
     except ValueError:
-        fail(f"{option} must be {INSTANT_FORMS}")
+        fail(_("{option} must be {instant_forms}").format(option=option, instant_forms=_(INSTANT_FORMS)))
     return int(moment.timestamp() * 1000)

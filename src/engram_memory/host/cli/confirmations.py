@@ -20,13 +20,18 @@ from engram_memory.host.compose import (
     open_engine,
 )
 from engram_memory.host.keys.files import KeyFileError
+from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.formats import when
+from engram_memory.host.language.words import label
 from engram_memory.host.settings import resolve_home
 from engram_memory.host.terminal import json_text
 
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
-    group = typer.Typer(help="The human gate for withdraw and forget (and gated capture/admission).")
+    group = typer.Typer(
+        rich_markup_mode=None, help="The human gate for withdraw and forget (and gated capture/admission)."
+    )
     app.add_typer(group, name="confirmations")
     group.command("list")(confirmations_list)
     group.command("approve")(confirmations_approve)
@@ -69,27 +74,34 @@ def confirmations_list(
     except (HomeError, KeyFileError) as exc:
         fail(str(exc))
     except ContractError:
-        fail("the store is unavailable")
+        fail(_("the store is unavailable"))
     items = [_confirmation_json(row, status) for row, status in rows[:limit]]
     if len(rows) > limit:
-        note_cut_off(limit, "confirmation requests")
+        note_cut_off(limit, _("confirmation requests"))
     if as_json:
         sys.stdout.write(json.dumps(items) + "\n")
         return
     if not items:
-        out.print("no confirmation requests")
+        out.print(_("no confirmation requests"))
         return
     for item in items:
         # One block per request: readable at any terminal width, and the id is never cut short. Every
         # value an agent chose is shown inline-escaped (say), so none can forge or hide a line.
-        say(f"{item['id']}  {item['status']}  {item['tool']} {item['target']}")
+        say(f"{item['id']}  {label(item['status'])}  {item['tool']} {item['target']}")
         say(
-            f"    asked by {item['principal']} ({item['tenant']}/{item['workspace']}), agent {item['agent_id']},"
-            f" session {item['session']}"
+            _("    asked by {principal} ({tenant}/{workspace}), agent {agent_id}, session {session}").format(
+                principal=item["principal"],
+                tenant=item["tenant"],
+                workspace=item["workspace"],
+                agent_id=item["agent_id"],
+                session=item["session"],
+            )
         )
-        details = f"    reason {item['reason_ref'] or '-'}; requested {item['requested_at']}"
+        details = _("    reason {reason}; requested {requested_at}").format(
+            reason=item["reason_ref"] or "-", requested_at=item["requested_at"]
+        )
         if item["approval_expires_at"]:
-            details += f"; approved until {item['approval_expires_at']}"
+            details += _("; approved until {until}").format(until=item["approval_expires_at"])
         say(details)
         say(f"    {json_text(item['summary'])}")
 
@@ -106,16 +118,27 @@ def _decide(confirmation_id: str, home: Path | None, approve_ttl_s: int | None, 
     except (HomeError, KeyFileError, ConfirmationError) as exc:
         fail(str(exc))
     except ContractError:
-        fail("the store is unavailable")
+        fail(_("the store is unavailable"))
     if as_json:
         sys.stdout.write(json.dumps(_confirmation_json(row, row.status)) + "\n")
     elif row.status == "approved" and row.approval_expires_at_ms is not None:
         say(
-            f"approved {row.confirmation_id} ({row.tool} {row.target}) until "
-            f"{format_instant(row.approval_expires_at_ms)}: the agent may now repeat the identical call"
+            _(
+                "approved {confirmation_id} ({tool} {target}) until {until}: the agent may now repeat the "
+                "identical call"
+            ).format(
+                confirmation_id=row.confirmation_id,
+                tool=row.tool,
+                target=row.target,
+                until=when(row.approval_expires_at_ms),
+            )
         )
     else:
-        say(f"denied {row.confirmation_id} ({row.tool} {row.target})")
+        say(
+            _("denied {confirmation_id} ({tool} {target})").format(
+                confirmation_id=row.confirmation_id, tool=row.tool, target=row.target
+            )
+        )
 
 
 def confirmations_approve(
@@ -126,7 +149,7 @@ def confirmations_approve(
 ) -> None:
     """Approve one request: the agent's identical retry then executes, once."""
     if not 1 <= ttl <= APPROVAL_TTL_MAX_MS // 1000:
-        fail("--ttl must be between 1 and 300 seconds")
+        fail(_("--ttl must be between 1 and 300 seconds"))
     _decide(confirmation_id, home, ttl, as_json)
 
 

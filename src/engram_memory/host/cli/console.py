@@ -11,11 +11,13 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.host.cli.common import HomeOption, err, fail, say
 from engram_memory.host.compose import HomeError
 from engram_memory.host.keys.files import KeyFileError
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import resolve_home
 
 # The console's port, here rather than beside the web app: importing the app (Starlette, uvicorn, the MCP
-# server it shares a listener with) costs every other command half a second of start-up.
-DEFAULT_PORT = 8765
+# server it shares a listener with) costs every other command half a second of start-up. One above
+# `serve --http`'s 8765, so both run side by side without a --port.
+DEFAULT_PORT = 8766
 
 
 def register(app: typer.Typer) -> None:
@@ -34,9 +36,9 @@ def console(
     from engram_memory.host.serve.http import ListenError
 
     def announce(url: str) -> None:
-        say("engram-memory console: open this link once, in the browser on this machine:")
+        say(_("engram-memory console: open this link once, in the browser on this machine:"))
         say(f"  {url}")
-        err.print("engram-memory: the link works once; restart the console for a new one", highlight=False)
+        err.print(_("engram-memory: the link works once; restart the console for a new one"), highlight=False)
         sys.stdout.flush()
 
     try:
@@ -44,4 +46,4 @@ def console(
     except (HomeError, KeyFileError, ListenError) as exc:
         fail(str(exc))
     except ContractError as exc:
-        fail(f"the store is unavailable ({exc.code.value})")
+        fail(_("the store is unavailable ({code})").format(code=exc.code.value))

@@ -25,6 +25,8 @@ from engram_memory.host.compose import (
     init_home,
 )
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
+from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.formats import when
 from engram_memory.host.settings import HostPaths, resolve_home
 
 
@@ -73,12 +75,17 @@ def init(
     try:
         report = init_home(paths, store, app_role=app_role, vault=vault, read_urls=read_url, direct_url=direct_url)
     except (HomeError, KeyFileError, ContractError, OSError) as exc:
-        fail(str(exc) if not isinstance(exc, ContractError) else f"the store could not be created ({exc.code.value})")
+        if isinstance(exc, ContractError):
+            fail(_("the store could not be created ({code})").format(code=exc.code.value))
+        fail(str(exc))
     if paths.recovery_file in report.created:
         # Said once, when the key is made: it is what survives losing this machine.
         err.print(
-            "engram-memory: made this home's recovery key (keys/recovery.key). Run 'engram-memory recovery-key"
-            " export' and keep it offline: with it and a backup archive, this home restores on another machine.",
+            _(
+                "engram-memory: made this home's recovery key (keys/recovery.key). Run 'engram-memory "
+                "recovery-key export' and keep it offline: with it and a backup archive, this home restores on "
+                "another machine."
+            ),
             markup=False,
             highlight=False,
         )
@@ -89,25 +96,61 @@ def init(
         shown["created"] = [str(p) for p in report.created]
         out.print_json(json.dumps(shown))
         return
-    out.print(f"home: {paths.home}", markup=False)
-    out.print(f"store: {report.store}", markup=False)
+    out.print(_("home: {home}").format(home=paths.home), markup=False)
+    out.print(_("store: {store}").format(store=report.store), markup=False)
     if report.app_role is not None:
-        out.print(f"runtime role: {report.app_role}", markup=False)
+        out.print(_("runtime role: {app_role}").format(app_role=report.app_role), markup=False)
     if report.vault is not None:
-        out.print(f"key vault: {report.vault}", markup=False)
+        out.print(_("key vault: {vault}").format(vault=report.vault), markup=False)
     for path in report.created:
-        out.print(f"created {path}", markup=False)
+        out.print(_("created {path}").format(path=path), markup=False)
     if not report.created:
-        out.print("nothing to do: the home is complete (keys are never overwritten)")
+        out.print(_("nothing to do: the home is complete (keys are never overwritten)"))
 
 
 def bind(
-    tenant: Annotated[str, typer.Option("--tenant")],
-    workspace: Annotated[str, typer.Option("--workspace")],
-    principal: Annotated[str, typer.Option("--principal")],
-    agent: Annotated[str, typer.Option("--agent")],
-    session: Annotated[str, typer.Option("--session")],
-    purpose: Annotated[str, typer.Option("--purpose", help="The purpose_ref the agent must pass.")],
+    tenant: Annotated[
+        str,
+        typer.Option(
+            "--tenant",
+            help="The organisation whose memories these are: nothing crosses from one tenant to another (e.g. acme).",
+        ),
+    ],
+    workspace: Annotated[
+        str,
+        typer.Option(
+            "--workspace",
+            help="The shared memory within the tenant the agent reads and writes: a team or project (e.g. platform).",
+        ),
+    ],
+    principal: Annotated[
+        str,
+        typer.Option(
+            "--principal",
+            help="The person or service the agent acts for, recorded on everything it writes (e.g. alice@acme.com).",
+        ),
+    ],
+    agent: Annotated[
+        str,
+        typer.Option(
+            "--agent", help="Which agent program holds the token, as the audit log names it (e.g. claude-code)."
+        ),
+    ],
+    session: Annotated[
+        str,
+        typer.Option(
+            "--session",
+            help="A label for this run or conversation, kept with each call and capture (e.g. laptop or 2026-q1).",
+        ),
+    ],
+    purpose: Annotated[
+        str,
+        typer.Option(
+            "--purpose",
+            help="Why the agent reads and writes (a ref such as purpose:support); every call must pass this "
+            "purpose_ref, and the audit log keeps it.",
+        ),
+    ],
     grant: Annotated[list[str] | None, typer.Option("--grant", help="A tool to grant (repeatable).")] = None,
     all_tools: Annotated[bool, typer.Option("--all-tools", help="Grant all six tools.")] = False,
     confirm_mutations: Annotated[
@@ -143,18 +186,22 @@ def bind(
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Print one signed binding token on stdout (or, with --print-config, a client configuration using it)."""
+    """Print one signed binding token on stdout (or, with --print-config, a client configuration using it).
+
+    A binding fixes what one agent may reach and in whose name: one workspace of one tenant, for one
+    principal, as one agent in one session, for one purpose, with the tools granted. The agent cannot
+    change any of it; the host checks it on every call."""
     paths = resolve_home(home)
     refusal = check_request(print_config, http_url, as_json)
     if refusal is None and to_file is not None and print_config is not None:
-        refusal = "--to-file and --print-config both say where the token goes: choose one"
+        refusal = _("--to-file and --print-config both say where the token goes: choose one")
     if refusal is not None:
         fail(refusal)
     grants: set[str] = set()
     for name in grant or []:
         tool = tool_from_name(name)
         if tool is None:
-            fail(f"unknown tool '{name}'")
+            fail(_("unknown tool '{name}'").format(name=name))
         grants.add(tool.value)
     if all_tools:
         grants.update(tool.value for tool in ALL_TOOLS)
@@ -181,9 +228,9 @@ def bind(
         try:
             engine.record_binding(issued_row_of(b, issued_by=current_user()))
         except ContractError as exc:
-            fail(f"the binding could not be recorded: the store is unavailable ({exc.code.value})")
+            fail(_("the binding could not be recorded: the store is unavailable ({code})").format(code=exc.code.value))
     if not grants:
-        warn("the binding grants no tool: the agent will see no memory tools (add --grant TOOL or --all-tools)")
+        warn(_("the binding grants no tool: the agent will see no memory tools (add --grant TOOL or --all-tools)"))
     _deliver(issued, paths, print_config=print_config, http_url=http_url, to_file=to_file, as_json=as_json)
 
 
@@ -202,10 +249,14 @@ def _deliver(
         try:
             write_token_file(to_file.expanduser(), issued.token)
         except BindingFileError as exc:
-            fail(f"{exc} (binding {b.token_id} was issued: revoke it, or write the file and run bind again)")
+            fail(
+                _("{reason} (binding {token_id} was issued: revoke it, or write the file and run bind again)").format(
+                    reason=exc, token_id=b.token_id
+                )
+            )
     if print_config is not None:
         sys.stdout.write(client_config(print_config, issued.token, paths.home, http_url=http_url) + "\n")
-        _say_token_id(b, "; the snippet holds the token: keep it out of version control")
+        _say_token_id(b, _("; the snippet holds the token: keep it out of version control"))
     elif as_json:
         payload = {
             **({"file": str(to_file)} if to_file is not None else {"token": issued.token}),
@@ -223,7 +274,9 @@ def _deliver(
         }
         sys.stdout.write(json.dumps(payload) + "\n")
     elif to_file is not None:
-        _say_token_id(b, f"; written to {to_file} (serve --binding-file reads it, bindings renew renews it)")
+        _say_token_id(
+            b, _("; written to {file} (serve --binding-file reads it, bindings renew renews it)").format(file=to_file)
+        )
     else:
         sys.stdout.write(issued.token + "\n")
         _say_token_id(b, "")
@@ -231,8 +284,9 @@ def _deliver(
 
 def _say_token_id(binding: Binding, tail: str) -> None:
     err.print(
-        f"engram-memory: token id {binding.token_id} (revoke with: engram-memory revoke {binding.token_id}),"
-        f" expires {format_instant(binding.expires_at_ms)}{tail}",
+        _(
+            "engram-memory: token id {token_id} (revoke with: engram-memory revoke {token_id}), expires {expires}{tail}"
+        ).format(token_id=binding.token_id, expires=when(binding.expires_at_ms), tail=tail),
         markup=False,
         highlight=False,
     )
@@ -248,5 +302,5 @@ def demo() -> None:
         first: BaseException = group
         while isinstance(first, BaseExceptionGroup):
             first = first.exceptions[0]
-        fail(f"the demo stopped: {first}")
+        fail(_("the demo stopped: {first}").format(first=first))
     raise typer.Exit(code=code)

@@ -23,6 +23,8 @@ from engram_memory.host.compose import HomeError, current_user
 from engram_memory.host.keys.files import KeyFileError
 from engram_memory.host.keys.recovery import RecoveryKeyError
 from engram_memory.host.keys.rotation import DEFAULT_BATCH_SIZE, RotationRefused, rotate_keys
+from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.formats import number
 from engram_memory.host.recovery.backup import backup_home
 from engram_memory.host.recovery.manifest import BackupRefused
 from engram_memory.host.recovery.restore import restore_home
@@ -33,7 +35,7 @@ FileArgument = Annotated[Path, typer.Argument(metavar="FILE", help="The archive 
 
 def _fail_for(exc: Exception) -> NoReturn:
     if isinstance(exc, ContractError):
-        fail(f"the store is unavailable ({exc.code.value})")
+        fail(_("the store is unavailable ({code})").format(code=exc.code.value))
     if isinstance(exc, OSError):
         fail(f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}")
     fail(str(exc))
@@ -53,7 +55,7 @@ def _rotation_progress(as_json: bool) -> Iterator[tuple[Callable[[int], None], C
         yield (lambda _total: None), (lambda _count: None)
         return
     if out.is_terminal:
-        columns = (TextColumn("re-wrapping data keys"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        columns = (TextColumn(_("re-wrapping data keys")), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
         with Progress(*columns, console=out, transient=True) as progress:
             task = progress.add_task("rotate", total=None)
             yield (lambda total: progress.update(task, total=total)), (lambda n: progress.advance(task, n))
@@ -65,7 +67,7 @@ def _rotation_progress(as_json: bool) -> Iterator[tuple[Callable[[int], None], C
 
     def moved(count: int) -> None:
         state["done"] += count
-        say(f"re-wrapped {state['done']} of {state['total']} data keys")
+        say(_("re-wrapped {done} of {total} data keys").format(done=state["done"], total=state["total"]))
 
     yield started, moved
 
@@ -77,7 +79,7 @@ def _restore_progress(as_json: bool) -> Iterator[Callable[[int, int], None] | No
     if not out.is_terminal or as_json:
         yield None
         return
-    columns = (TextColumn("re-indexing bodies"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    columns = (TextColumn(_("re-indexing bodies")), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=out, transient=True) as bar:
         task = bar.add_task("restore", total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
@@ -120,10 +122,18 @@ def rotate_keys_command(
             }
         )
         return
-    verb = "finished the interrupted rotation" if report.resumed else "rotated"
+    verb = _("finished the interrupted rotation") if report.resumed else _("rotated")
     say(
-        f"{verb}: {report.active} is the active key-encryption key; re-wrapped {report.rewrapped} data keys"
-        f" in {seconds:.1f} s; retired {', '.join(report.retired) or 'nothing'}"
+        _(
+            "{verb}: {active} is the active key-encryption key; re-wrapped {rewrapped} data keys in {seconds:.1f} s; "
+            "retired {retired}"
+        ).format(
+            verb=verb,
+            active=report.active,
+            rewrapped=report.rewrapped,
+            seconds=seconds,
+            retired=", ".join(report.retired) or _("nothing"),
+        )
     )
 
 
@@ -139,26 +149,41 @@ def backup_command(file: FileArgument, home: HomeOption = None, as_json: JsonOpt
     manifest = report.manifest
     if report.recovery_key_created:
         warn(
-            "this home had no recovery key, so the backup made keys/recovery.key: run"
-            " 'engram-memory recovery-key export' and keep it offline, or this archive dies with the disk"
+            _(
+                "this home had no recovery key, so the backup made keys/recovery.key: run 'engram-memory recovery-key "
+                "export' and keep it offline, or this archive dies with the disk"
+            )
         )
     if report.keyless_bodies:
         warn(
-            f"{report.keyless_bodies} archived bodies have no data key in the vault ('engram-memory verify'"
-            " names them): a restore of this archive refuses them"
+            _(
+                "{keyless_bodies} archived bodies have no data key in the vault ('engram-memory verify' names them): "
+                "a restore of this archive refuses them"
+            ).format(keyless_bodies=report.keyless_bodies)
         )
     if as_json:
         _emit_json({"file": str(report.path), "bytes": report.archive_bytes, "seconds": seconds, **manifest})
         return
     counts = manifest["counts"]
     say(
-        f"backup written to {report.path} ({report.archive_bytes} bytes, {seconds:.1f} s):"
-        f" {counts.get('records', 0)} records, {counts.get('candidates', 0)} candidates,"
-        f" {counts.get('journal', 0)} journal events in {len(manifest['journal']['scopes'])} scopes"
+        _(
+            "backup written to {path} ({archive_bytes} bytes, {seconds:.1f} s): {records} records, "
+            "{candidates} candidates, {events} journal events in {scopes} scopes"
+        ).format(
+            path=report.path,
+            archive_bytes=number(report.archive_bytes),
+            seconds=seconds,
+            records=number(counts.get("records", 0)),
+            candidates=number(counts.get("candidates", 0)),
+            events=number(counts.get("journal", 0)),
+            scopes=number(len(manifest["journal"]["scopes"])),
+        )
     )
     say(
-        f"sealed under recovery key {manifest['recovery_key_id']}: with it, this archive restores on any"
-        " machine (engram-memory restore FILE --recovery-key KEYFILE)"
+        _(
+            "sealed under recovery key {recovery_key_id}: with it, this archive restores on any machine "
+            "(engram-memory restore FILE --recovery-key KEYFILE)"
+        ).format(recovery_key_id=manifest["recovery_key_id"])
     )
 
 
@@ -196,7 +221,11 @@ def restore_command(
     seconds = round(time.perf_counter() - started_at, 3)
     settled, adopted = report.settled, report.adopted
     if adopted is not None and adopted.policy_kept is not None:
-        warn(f"kept this home's own policy.toml; the archive's is saved as {adopted.policy_kept}")
+        warn(
+            _("kept this home's own policy.toml; the archive's is saved as {policy_kept}").format(
+                policy_kept=adopted.policy_kept
+            )
+        )
     if as_json:
         _emit_json(
             {
@@ -213,16 +242,28 @@ def restore_command(
         )
         return
     say(
-        f"restored the backup of {report.manifest['created_at']} into {paths.store_dir} in {seconds:.1f} s:"
-        f" {report.records} records, {report.indexed} indexed; journal, index and bodies verified"
+        _(
+            "restored the backup of {created_at} into {store_dir} in {seconds:.1f} s: {records} records, {indexed} "
+            "indexed; journal, index and bodies verified"
+        ).format(
+            created_at=report.manifest["created_at"],
+            store_dir=paths.store_dir,
+            seconds=seconds,
+            records=report.records,
+            indexed=report.indexed,
+        )
     )
     if settled.tombstoned or settled.withdrawn:
         say(
-            f"{len(settled.tombstoned)} records tombstoned and {len(settled.withdrawn)} candidates withdrawn:"
-            " their data keys were destroyed after the backup, so their bodies were erased"
+            _(
+                "{tombstoned} records tombstoned and {withdrawn} candidates withdrawn: their data keys were "
+                "destroyed after the backup, so their bodies were erased"
+            ).format(tombstoned=len(settled.tombstoned), withdrawn=len(settled.withdrawn))
         )
     if adopted is not None and adopted.replaced:
         say(
-            f"took over the archived home's {', '.join(adopted.replaced)}: its bindings verify here again,"
-            " and bindings made by this home before the restore no longer do"
+            _(
+                "took over the archived home's {replaced}: its bindings verify here again, and bindings made by "
+                "this home before the restore no longer do"
+            ).format(replaced=", ".join(adopted.replaced))
         )

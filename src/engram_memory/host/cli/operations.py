@@ -38,6 +38,9 @@ from engram_memory.host.cli.common import (
     say,
 )
 from engram_memory.host.compose import current_user
+from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.formats import number, when
+from engram_memory.host.language.words import label
 from engram_memory.host.operations_stats import StoreStats, gather_stats
 from engram_memory.host.terminal import json_text
 
@@ -50,7 +53,9 @@ def register(app: typer.Typer) -> None:
     app.command("stats")(stats)
     app.command("erase")(erase)
     app.command("revoke")(revoke)
-    audit_app = typer.Typer(help="The audit log: one entry per agent call (ids, outcome codes, digests).")
+    audit_app = typer.Typer(
+        rich_markup_mode=None, help="The audit log: one entry per agent call (ids, outcome codes, digests)."
+    )
     app.add_typer(audit_app, name="audit")
     audit_app.command("export")(audit_export)
 
@@ -60,7 +65,7 @@ def _store_faults() -> Iterator[None]:
     try:
         yield
     except ContractError as exc:
-        fail(f"{exc.code.value}: the store could not be read; run engram-memory verify")
+        fail(_("{code}: the store could not be read; run engram-memory verify").format(code=exc.code.value))
 
 
 # -- verify ---------------------------------------------------------------------------------------
@@ -74,11 +79,11 @@ def verify(
     as_json: JsonOption = False,
 ) -> None:
     """Walk every scope's journal, heads, tables, bodies and index; exit 1 naming what is wrong."""
-    with opened_engine(home) as (engine, _):
+    with opened_engine(home) as (engine, _paths):
         if as_json or not err.is_terminal:
             report = engine.verify(full=not quick)
         else:
-            with err.status("verifying the store"):
+            with err.status(_("verifying the store")):
                 report = engine.verify(full=not quick)
     if as_json:
         sys.stdout.write(json_text(problems_json(report)) + "\n")
@@ -87,27 +92,40 @@ def verify(
     first = report.first
     if first is not None:
         more = len(report.problems) - 1
-        fail(first.line + (f" (and {more} more)" if more else ""))
+        fail(first.line + (" " + _("(and {count} more)").format(count=more) if more else ""))
 
 
 def _print_report(report: VerifyReport) -> None:
-    mode = "full" if report.full else "quick"
-    opened = f", {report.opened} opened" if report.full else ""
-    indexed = f", {report.indexed} index rows, {report.embedded} vectors" if report.full else ""
-    say(
-        f"{mode} check of {report.scopes} scope(s): {report.events} journal events, "
-        f"{report.bodies} sealed bodies{opened}{indexed}"
-    )
+    counts = {
+        "scopes": number(report.scopes),
+        "events": number(report.events),
+        "bodies": number(report.bodies),
+        "opened": number(report.opened),
+        "indexed": number(report.indexed),
+        "embedded": number(report.embedded),
+    }
+    if report.full:
+        said = _(
+            "full check of {scopes} scope(s): {events} journal events, {bodies} sealed bodies, {opened} opened, "
+            "{indexed} index rows, {embedded} vectors"
+        )
+    else:
+        said = _("quick check of {scopes} scope(s): {events} journal events, {bodies} sealed bodies")
+    say(said.format(**counts))
     if report.unembedded:
-        say(f"note: {report.unembedded} current memories wait for a vector; the next search of their scope embeds them")
+        say(
+            _(
+                "note: {unembedded} current memories wait for a vector; the next search of their scope embeds them"
+            ).format(unembedded=report.unembedded)
+        )
     for warning in report.warnings:
-        say(f"warning: {warning}")
+        say(_("warning: {warning}").format(warning=warning))
     if report.ok:
-        say("no problems found")
+        say(_("no problems found"))
         return
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("code", no_wrap=True)
-    table.add_column("problem", overflow="fold")
+    table.add_column(_("code"), no_wrap=True)
+    table.add_column(_("problem"), overflow="fold")
     for problem in report.problems:
         table.add_row(problem.code.value, problem.detail)
     out.print(table)
@@ -119,15 +137,15 @@ def _print_report(report: VerifyReport) -> None:
 def erase(home: HomeOption = None) -> None:
     """Push forgotten text out of the store's files now (PostgreSQL rewrites its index tables; SQLite
     already did at each forget); exit 1 when an open transaction held it back."""
-    with opened_engine(home) as (engine, _), _store_faults():
+    with opened_engine(home) as (engine, _paths), _store_faults():
         if err.is_terminal:
-            with err.status("erasing"):
+            with err.status(_("erasing")):
                 done = engine.erase_now()
         else:
             done = engine.erase_now()
     if not done:
-        fail("an older transaction still sees erased rows (or this role may not VACUUM); run erase again")
-    say("erased: no forgotten row is left in the store's live files")
+        fail(_("an older transaction still sees erased rows (or this role may not VACUUM); run erase again"))
+    say(_("erased: no forgotten row is left in the store's live files"))
 
 
 # -- stats ----------------------------------------------------------------------------------------
@@ -145,59 +163,86 @@ def stats(home: HomeOption = None, as_json: JsonOption = False) -> None:
 
 def _print_stats(gathered: StoreStats) -> None:
     data = gathered.as_json()
-    totals = Table(title="store", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
-    totals.add_column("what")
-    totals.add_column("value", justify="right")
+    totals = Table(title=_("store"), box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
+    totals.add_column(_("what"))
+    totals.add_column(_("value"), justify="right")
     index = data["index"]
     rows = [
-        ("scopes", str(data["scopes"])),
-        ("journal events", str(data["journal_events"])),
-        ("review queue", str(data["review_queue"])),
-        ("open confirmation requests", str(data["open_confirmations"])),
-        ("revoked bindings", str(data["revoked_bindings"])),
-        ("vault data keys", str(data["vault"]["keys"])),
-        ("vault destroyed keys", str(data["vault"]["destroyed_keys"])),
+        (_("scopes"), number(data["scopes"])),
+        (_("journal events"), number(data["journal_events"])),
+        (_("waiting for a person's review"), number(data["review_queue"])),
+        (_("open confirmation requests"), number(data["open_confirmations"])),
+        (_("revoked bindings"), number(data["revoked_bindings"])),
+        (_("vault data keys"), number(data["vault"]["keys"])),
+        (_("vault destroyed keys"), number(data["vault"]["destroyed_keys"])),
         *_size_rows(data["files"]),
-        ("index", f"{index['indexed']} indexed / {index['accepted_current']} accepted_current"),
-        ("index health", "ok" if index["healthy"] else "STALE: run engram-memory verify"),
+        (
+            _("index"),
+            _("{indexed} indexed of {current} current").format(
+                indexed=number(index["indexed"]), current=number(index["accepted_current"])
+            ),
+        ),
+        (_("index health"), _("ok") if index["healthy"] else _("STALE: run engram-memory verify")),
     ]
     for name, value in rows:
         totals.add_row(name, value)
     out.print(totals)
-    states = Table(title="states", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
-    states.add_column("kind")
-    states.add_column("state")
-    states.add_column("count", justify="right")
-    for kind in ("candidates", "records"):
+    states = Table(title=_("states"), box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
+    states.add_column(_("kind"))
+    states.add_column(_("state"))
+    states.add_column(_("count"), justify="right")
+    for kind, kind_name in (("candidates", _("candidates")), ("records", _("records"))):
         for state, count in data[kind].items():
-            states.add_row(kind, state, str(count))
+            states.add_row(kind_name, label(state), number(count))
     out.print(states)
+    say(pending_note())
     if not data["per_scope"]:
         return
-    scopes = Table(title="per scope", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
-    for column in ("scope", "events", "pending", "review", "current", "records", "indexed"):
-        scopes.add_column(column, justify="left" if column == "scope" else "right", overflow="fold")
+    scopes = Table(title=_("per scope"), box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
+    columns = (
+        _("scope"),
+        _("events"),
+        _("pending"),
+        _("to review"),
+        _("current"),
+        _("records"),
+        _("indexed"),
+    )
+    for position, column in enumerate(columns):
+        # The scope is copied into other commands: it never wraps; the counts fold instead.
+        scopes.add_column(column, justify="left" if position == 0 else "right", overflow="fold", no_wrap=position == 0)
     for item in data["per_scope"]:
         scopes.add_row(
             f"{item['tenant']}/{item['workspace']}",
-            str(item["journal_events"]),
-            str(item["candidates"].get("pending", 0)),
-            str(item["review_queue"]),
-            str(item["records"].get("accepted_current", 0)),
-            str(sum(item["records"].values())),
-            str(item["indexed"]),
+            number(item["journal_events"]),
+            number(item["candidates"].get("pending", 0)),
+            number(item["review_queue"]),
+            number(item["records"].get("accepted_current", 0)),
+            number(sum(item["records"].values())),
+            number(item["indexed"]),
         )
     out.print(scopes)
+
+
+def pending_note() -> str:
+    """Why `pending` and the review queue differ, said beside them (they are easy to read as one)."""
+    return _(
+        "pending: captured and not yet decided, whether or not an agent has asked to admit it; waiting for "
+        "review: only those the policy left for a person (engram-memory review list)"
+    )
 
 
 def _size_rows(files: dict[str, int]) -> list[tuple[str, str]]:
     """A SQLite file is reported with its WAL; a PostgreSQL database (store or vault) as the server sizes it."""
     rows = []
-    for part in ("store", "vault"):
+    for part, database, file in (
+        ("store", _("store database size"), _("store size (db + wal)")),
+        ("vault", _("vault database size"), _("vault size (db + wal)")),
+    ):
         if f"{part}_database_bytes" in files:
-            rows.append((f"{part} database size", _size(files[f"{part}_database_bytes"])))
+            rows.append((database, _size(files[f"{part}_database_bytes"])))
         else:
-            rows.append((f"{part} size (db + wal)", _size(files[f"{part}_bytes"] + files[f"{part}_wal_bytes"])))
+            rows.append((file, _size(files[f"{part}_bytes"] + files[f"{part}_wal_bytes"])))
     return rows
 
 
@@ -250,8 +295,8 @@ def audit_export(
     """The audit log as JSON lines, in audit order; --since is inclusive, --until exclusive."""
     since_ms, until_ms = host_instant("--since", since), host_instant("--until", until)
     if since_ms is not None and until_ms is not None and until_ms <= since_ms:
-        fail("--until must be later than --since")
-    with opened_engine(home) as (engine, _), _store_faults():
+        fail(_("--until must be later than --since"))
+    with opened_engine(home) as (engine, _paths), _store_faults():
         if output is None:
             try:
                 _write_audit(engine, since_ms, until_ms, sys.stdout)
@@ -263,7 +308,7 @@ def audit_export(
             return
         target = output.expanduser().absolute()
         if target.is_dir():
-            fail(f"{target} is a folder")
+            fail(_("{target} is a folder").format(target=target))
         try:
             # Written beside the target and renamed into place: a failed export never leaves half a file.
             handle, scratch = tempfile.mkstemp(prefix=".audit-", dir=target.parent)
@@ -271,8 +316,8 @@ def audit_export(
                 written = _write_audit(engine, since_ms, until_ms, sink)
             Path(scratch).replace(target)
         except OSError as exc:
-            fail(f"cannot write {target}: {exc.strerror or 'error'}")
-    say(f"exported {written} audit entries to {target}")
+            fail(_("cannot write {target}: {reason}").format(target=target, reason=exc.strerror or type(exc).__name__))
+    say(_("exported {written} audit entries to {target}").format(written=written, target=target))
 
 
 # -- revoke ---------------------------------------------------------------------------------------
@@ -289,14 +334,16 @@ def revoke(
 ) -> None:
     """Revoke a binding: every later call with it answers AUTHORIZATION_REVOKED, running servers included."""
     if TOKEN_ID_RE.fullmatch(token_id) is None:
-        fail("a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bindings list`)")
-    with opened_engine(home) as (engine, _), _store_faults():
+        fail(_("a token id looks like bind_ followed by 16 letters a-z and digits 2-7 (see `bindings list`)"))
+    with opened_engine(home) as (engine, _paths), _store_faults():
         try:
             revocation = engine.revoke_token(token_id, revoked_by=current_user(), unlisted=unlisted)
         except UnknownBinding:
             fail(
-                f"this home issued no binding {token_id} (see `engram-memory bindings list`); a token signed"
-                " before homes listed their bindings is revoked with --unlisted"
+                _(
+                    "this home issued no binding {token_id} (see `engram-memory bindings list`); a token signed "
+                    "before homes listed their bindings is revoked with --unlisted"
+                ).format(token_id=token_id)
             )
     stored, already = revocation.stored, revocation.already
     if as_json:
@@ -308,6 +355,10 @@ def revoke(
         }
         sys.stdout.write(json.dumps(payload) + "\n")
     elif already:
-        say(f"{token_id} was already revoked at {format_instant(stored.revoked_at_ms)} by {stored.revoked_by}")
+        say(
+            _("{token_id} was already revoked at {at} by {revoked_by}").format(
+                token_id=token_id, at=when(stored.revoked_at_ms), revoked_by=stored.revoked_by
+            )
+        )
     else:
-        say(f"revoked {token_id}: its calls now answer AUTHORIZATION_REVOKED")
+        say(_("revoked {token_id}: its calls now answer AUTHORIZATION_REVOKED").format(token_id=token_id))

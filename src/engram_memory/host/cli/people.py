@@ -39,6 +39,8 @@ from engram_memory.host.cli.common import (
     token_revoker,
 )
 from engram_memory.host.compose import current_user
+from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.words import label
 from engram_memory.host.settings import resolve_home
 
 GroupOption = Annotated[list[str] | None, typer.Option("--group", help="A group the person is in (repeatable).")]
@@ -47,7 +49,9 @@ EnrolForOption = Annotated[str, typer.Option("--enrol-for", help="How long the e
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
-    people_app = typer.Typer(help="Accounts on this host: add people, hand them an enrolment code, set groups.")
+    people_app = typer.Typer(
+        rich_markup_mode=None, help="Accounts on this host: add people, hand them an enrolment code, set groups."
+    )
     app.add_typer(people_app, name="people")
     people_app.command("add")(people_add)
     people_app.command("list")(people_list)
@@ -96,7 +100,7 @@ def _enrol_for(text: str) -> int:
     try:
         return parse_duration(text)
     except BindingError as exc:
-        fail(f"--enrol-for: {exc}")
+        fail(_("--enrol-for: {exc}").format(exc=exc))
 
 
 def _said(enrolment: Enrolment, as_json: bool) -> None:
@@ -105,8 +109,12 @@ def _said(enrolment: Enrolment, as_json: bool) -> None:
         sys.stdout.write(json.dumps({**person_json(enrolment.person, _now_ms()), "enrolment_code": enrolment.secret}))
         sys.stdout.write("\n")
         return
-    say(f"enrolment code for {enrolment.person.email}: {enrolment.secret}")
-    say(f"    works once, until {until}: with it the person chooses their own password (hand it over privately)")
+    say(_("enrolment code for {email}: {secret}").format(email=enrolment.person.email, secret=enrolment.secret))
+    say(
+        _(
+            "    works once, until {until}: with it the person chooses their own password (hand it over privately)"
+        ).format(until=until)
+    )
 
 
 def people_add(
@@ -149,11 +157,11 @@ def people_list(home: HomeOption = None, as_json: JsonOption = False) -> None:
         sys.stdout.write(json.dumps(items) + "\n")
         return
     if not items:
-        say("no accounts (engram-memory people add EMAIL --group G adds one)")
+        say(_("no accounts (engram-memory people add EMAIL --group G adds one)"))
         return
     for item in items:
-        groups = ", ".join(item["groups"]) or "no groups"
-        say(f"{item['email']}  {item['status']}  {groups}")
+        groups = ", ".join(item["groups"]) or _("no groups")
+        say(f"{item['email']}  {label(item['status'])}  {groups}")
 
 
 def people_groups(
@@ -169,7 +177,7 @@ def people_groups(
     if as_json:
         sys.stdout.write(json.dumps(person_json(person, _now_ms())) + "\n")
     else:
-        say(f"{person.email}: groups {', '.join(person.groups) or 'none'}")
+        say(_("{email}: groups {groups}").format(email=person.email, groups=", ".join(person.groups) or _("none")))
 
 
 def people_disable(email: Annotated[str, typer.Argument(help="The person's email.")], home: HomeOption = None) -> None:
@@ -177,11 +185,11 @@ def people_disable(email: Annotated[str, typer.Argument(help="The person's email
     access at once)."""
     with opened_engine(home) as (engine, _paths), _sign_in(home) as store:
         person = disable_person(store, email, now_ms=_now_ms(), revoke_token=token_revoker(engine))
-    say(f"{person.email}: disabled; their clients have lost access")
+    say(_("{email}: disabled; their clients have lost access").format(email=person.email))
 
 
 def people_enable(email: Annotated[str, typer.Argument(help="The person's email.")], home: HomeOption = None) -> None:
     """Let a disabled person sign in again (the grants they gave stay revoked)."""
     with _sign_in(home) as store:
         person = enable_person(store, email)
-    say(f"{person.email}: enabled")
+    say(_("{email}: enabled").format(email=person.email))

@@ -25,8 +25,10 @@ from engram_memory.host.cli.record_json import record_json
 from engram_memory.host.cli.records_as_of import AsOf, list_valid_at
 from engram_memory.host.cli.records_search import search_command
 from engram_memory.host.compose import current_user
-from engram_memory.host.reads import HostReadRefused, read_record
+from engram_memory.host.language.catalogue import N_, _, ngettext
+from engram_memory.host.reads import HostReadRefused, previews, read_record
 from engram_memory.host.record_history import history_entry
+from engram_memory.host.terminal import inline
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The record id (mem_...).")]
 ReasonOption = Annotated[
@@ -34,19 +36,22 @@ ReasonOption = Annotated[
 ]
 
 _PAST_TENSE = {
-    "dispute": "disputed",
-    "resolve_dispute": "resolved",
-    "supersede": "superseded",
-    "mark_non_current": "marked non-current",
-    "rewind": "rewound",
-    "expire": "expired",
-    "trust_invalidate": "trust-invalidated",
-    "tombstone": "tombstoned",
+    "dispute": N_("disputed"),
+    "resolve_dispute": N_("resolved"),
+    "supersede": N_("superseded"),
+    "mark_non_current": N_("marked non-current"),
+    "rewind": N_("rewound"),
+    "expire": N_("expired"),
+    "trust_invalidate": N_("trust-invalidated"),
+    "tombstone": N_("tombstoned"),
 }
 _STORE_FAULTS = {
-    ErrorCode.BLOB_MISSING: "the record's body or data key is missing; nothing was changed",
-    ErrorCode.MUTATION_OUTCOME_UNKNOWN: "the commit may not have happened; check with 'records show'",
+    ErrorCode.BLOB_MISSING: N_("the record's body or data key is missing; nothing was changed"),
+    ErrorCode.MUTATION_OUTCOME_UNKNOWN: N_("the commit may not have happened; check with 'records show'"),
 }
+_UNAVAILABLE = N_("the store is unavailable; nothing was changed")
+# The CLI's table has less room than the console's page.
+LIST_PREVIEW_CHARS = 60
 
 
 class ResolveTarget(StrEnum):
@@ -57,6 +62,7 @@ class ResolveTarget(StrEnum):
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
     group = typer.Typer(
+        rich_markup_mode=None,
         help="Host lifecycle maintenance of accepted records: list, show, dispute, supersede, expire, tombstone.",
         no_args_is_help=True,
     )
@@ -116,13 +122,19 @@ def _in_journal_order(outcome: MaintenanceOutcome) -> list[Transition]:
 
 def _transition_line(moved: Transition) -> str:
     scope = moved.record.scope
-    line = (
-        f"{_PAST_TENSE.get(moved.operation, moved.operation)} {moved.record.record_id}"
-        f" ({scope.tenant}/{scope.workspace}): {moved.from_state} -> {moved.to_state}, cursor {moved.event.cursor}"
+    done = _PAST_TENSE.get(moved.operation)
+    line = _("{done} {record_id} ({tenant}/{workspace}): {from_state} -> {to_state}, cursor {cursor}").format(
+        done=_(done) if done is not None else moved.operation,
+        record_id=moved.record.record_id,
+        tenant=scope.tenant,
+        workspace=scope.workspace,
+        from_state=moved.from_state,
+        to_state=moved.to_state,
+        cursor=moved.event.cursor,
     )
     data = moved.event.body["data"]
     if "superseded_by" in data:
-        line += f", superseded by {data['superseded_by']}"
+        line += _(", superseded by {record_id}").format(record_id=data["superseded_by"])
     return line
 
 
@@ -136,9 +148,7 @@ def _apply(home: Path | None, as_json: bool, action: Callable[[Engine], Maintena
         except MaintenanceRefused as refusal:
             fail(str(refusal))
         except ContractError as fault:
-            fail(
-                f"{fault.code.value}: {_STORE_FAULTS.get(fault.code, 'the store is unavailable; nothing was changed')}"
-            )
+            fail(f"{fault.code.value}: {_(_STORE_FAULTS.get(fault.code, _UNAVAILABLE))}")
     if as_json:
         sys.stdout.write(json.dumps(_outcome_json(outcome)) + "\n")
         return
@@ -147,8 +157,14 @@ def _apply(home: Path | None, as_json: bool, action: Callable[[Engine], Maintena
     if outcome.erasure is not None:
         surfaces = outcome.erasure["surfaces"]
         say(
-            f"erased: body {surfaces['body']}, lexical index {surfaces['lexical_index']},"
-            f" data key {surfaces['data_key']}, files {outcome.erasure['physical_erasure']}"
+            _(
+                "erased: body {body}, lexical index {lexical_index}, data key {data_key}, files {physical_erasure}"
+            ).format(
+                body=surfaces["body"],
+                lexical_index=surfaces["lexical_index"],
+                data_key=surfaces["data_key"],
+                physical_erasure=outcome.erasure["physical_erasure"],
+            )
         )
 
 
@@ -248,7 +264,7 @@ def tombstone_command(
 ) -> None:
     """Any live state -> tombstoned: forget's erasure, decided by the host (needs --yes)."""
     if not yes:
-        fail("tombstone destroys the record's body and data key for good: repeat with --yes to confirm")
+        fail(_("tombstone destroys the record's body and data key for good: repeat with --yes to confirm"))
     _apply(home, as_json, lambda engine: engine.tombstone(record_id, decided_by=current_user(), reason_ref=reason))
 
 
@@ -265,13 +281,15 @@ def expire_due_command(
         try:
             expired = engine.expire_due(limit)
         except ContractError as fault:
-            fail(f"{fault.code.value}: the store is unavailable; records expired so far stay expired")
+            fail(
+                _("{code}: the store is unavailable; records expired so far stay expired").format(code=fault.code.value)
+            )
     if as_json:
         sys.stdout.write(json.dumps({"expired": [_transition_json(moved) for moved in expired]}) + "\n")
         return
     for moved in expired:
         say(_transition_line(moved))
-    say(f"{len(expired)} record(s) expired")
+    say(ngettext("{count} record expired", "{count} records expired", len(expired)).format(count=len(expired)))
 
 
 def list_command(
@@ -299,10 +317,20 @@ def list_command(
         ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many records.")] = 1000,
+    text: Annotated[
+        bool | None,
+        typer.Option(
+            "--text/--no-text",
+            help="Show each current record's text, cut short (one audited host read per record). "
+            "Default: on, off with --json.",
+            show_default=False,
+        ),
+    ] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Records of every scope (or the one named), with their states; no memory text."""
+    """Records of every scope (or the one named), with their states and, for current ones, the start of
+    their text."""
     if valid_at is not None or family is not None or known_at is not None:
         list_valid_at(tenant, workspace, state, AsOf(valid_at, family, known_at), limit, home, as_json)
         return
@@ -310,32 +338,38 @@ def list_command(
     filters = RecordFilter(
         tenant=tenant, workspace=workspace, state=None if state is None else state.value, limit=limit + 1
     )
+    show_text = (not as_json) if text is None else text
     with opened_engine(home) as (engine, _paths):
         found = engine.records(filters)
-    rows = found[:limit]
+        rows = found[:limit]
+        shown = previews(engine, rows, read_by=current_user(), width=LIST_PREVIEW_CHARS) if show_text else {}
     if len(found) > limit:
-        note_cut_off(limit, "records")
+        note_cut_off(limit, _("records"))
     if as_json:
-        sys.stdout.write(json.dumps([record_json(row) for row in rows]) + "\n")
+        listed = [record_json(row) for row in rows]
+        if show_text:
+            listed = [
+                {**item, "text_preview": shown.get(row.record_id)} for item, row in zip(listed, rows, strict=True)
+            ]
+        sys.stdout.write(json.dumps(listed) + "\n")
         return
     if not rows:
-        say("no records")
+        say(_("no records"))
         return
     # Ids and states never wrap or shorten (the host copies them into the next command); the rest folds.
     table = Table(box=None, pad_edge=False)
-    table.add_column("record", no_wrap=True, min_width=len(rows[0].record_id))
-    table.add_column("state", no_wrap=True)
-    table.add_column("scope", overflow="fold")
-    table.add_column("expires", overflow="fold")
-    table.add_column("superseded by", overflow="fold")
+    table.add_column(_("record"), no_wrap=True, min_width=len(rows[0].record_id))
+    table.add_column(_("state"), no_wrap=True)
+    table.add_column(_("scope"), overflow="fold")
+    if show_text:
+        table.add_column(_("text"), overflow="fold", ratio=3)
+    table.add_column(_("expires"), overflow="fold")
+    table.add_column(_("superseded by"), overflow="fold")
     for row in rows:
-        table.add_row(
-            row.record_id,
-            row.state,
-            f"{row.scope.tenant}/{row.scope.workspace}",
-            _instant(row.expires_at_ms) or "-",
-            row.superseded_by or "-",
-        )
+        cells = [row.record_id, row.state, f"{row.scope.tenant}/{row.scope.workspace}"]
+        if show_text:
+            cells.append(inline(shown.get(row.record_id, "-")))
+        table.add_row(*cells, _instant(row.expires_at_ms) or "-", row.superseded_by or "-")
     out.print(table, markup=False, highlight=False)
 
 
@@ -359,7 +393,11 @@ def show_command(
             try:
                 content = read_record(engine, scope.tenant, scope.workspace, record_id, read_by=current_user())
             except HostReadRefused as refused:
-                fail(f"the record's text cannot be read: {refused} (only a current record is readable)")
+                fail(
+                    _("the record's text cannot be read: {refused} (only a current record is readable)").format(
+                        refused=refused
+                    )
+                )
     shown = {
         **record_json(details.record),
         "supersedes": list(details.supersedes),
@@ -373,20 +411,28 @@ def show_command(
     for name, value in shown.items():
         if name not in ("history", "supersedes", "content"):
             say(f"{name}: {'-' if value is None else value}")
-    say(f"supersedes: {', '.join(details.supersedes) or '-'}")
-    say("history:")
+    say(_("supersedes: {records}").format(records=", ".join(details.supersedes) or "-"))
+    say(_("history:"))
     for item in shown["history"]:
         reason = f" ({item['reason_ref']})" if item["reason_ref"] else ""
         say(
-            f"  {item['cursor']:>6}  {item['at']}  {item['operation']}: {item['from_state'] or '-'} -> "
-            f"{item['to_state']} by {item['actor'].get('principal', '?')}{reason}"
+            _("  {cursor:>6}  {at}  {operation}: {from_state} -> {to_state} by {principal}{reason}").format(
+                cursor=item["cursor"],
+                at=item["at"],
+                operation=item["operation"],
+                from_state=item["from_state"] or "-",
+                to_state=item["to_state"],
+                principal=item["actor"].get("principal", "?"),
+                reason=reason,
+            )
         )
     if content is not None:
-        say("text:")
+        say(_("text:"))
         for component in content["components"]:
             cited = ", ".join(component.get("citation_ids", []))
-            say(f"  [{component['kind']}] {component['text']}" + (f"  (cites {cited})" if cited else ""))
-        say("citations:")
+            cites = "  " + _("(cites {citations})").format(citations=cited) if cited else ""
+            say(f"  [{component['kind']}] {component['text']}{cites}")
+        say(_("citations:"))
         for citation in content["citations"]:
             locator = citation.get("locator") or {}
             where = f"{locator.get('scheme', '')}:{locator.get('value', '')}"

@@ -15,6 +15,7 @@ from engram_memory.contract.states import RecordState
 from engram_memory.engine.ports.store import Scope
 from engram_memory.host.cli.common import fail, note_cut_off, opened_engine, out, say
 from engram_memory.host.cli.record_json import instant, record_json
+from engram_memory.host.language.catalogue import _
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class AsOf:
 def _instant_of(option: str, text: str) -> int:
     at_ms = parse_instant(text)
     if at_ms is None:
-        fail(f"{option} takes an instant such as 2026-08-16T12:34:56.789Z (UTC, milliseconds)")
+        fail(_("{option} takes an instant such as 2026-08-16T12:34:56.789Z (UTC, milliseconds)").format(option=option))
     return at_ms
 
 
@@ -43,7 +44,7 @@ def list_valid_at(
     as_json: bool,
 ) -> None:
     if as_of.valid_at is None or tenant is None or workspace is None or state is not None:
-        fail("--valid-at (with --family, --known-at) needs --tenant and --workspace, and goes without --state")
+        fail(_("--valid-at (with --family, --known-at) needs --tenant and --workspace, and goes without --state"))
     at_ms = _instant_of("--valid-at", as_of.valid_at)
     known_ms = None if as_of.known_at is None else _instant_of("--known-at", as_of.known_at)
     with opened_engine(home) as (engine, _paths):
@@ -51,7 +52,7 @@ def list_valid_at(
             Scope(tenant, workspace), at_ms, family_ref=as_of.family, limit=limit + 1, known_at_ms=known_ms
         )
     if len(found) > limit:
-        note_cut_off(limit, "records")
+        note_cut_off(limit, _("records"))
     items = [
         {
             **record_json(item.record),
@@ -64,18 +65,18 @@ def list_valid_at(
         sys.stdout.write(json.dumps(items) + "\n")
         return
     if not items:
-        say(f"no records true at {as_of.valid_at}")
+        say(_("no records true at {valid_at}").format(valid_at=as_of.valid_at))
         return
     table = Table(box=None, pad_edge=False)
-    table.add_column("record", no_wrap=True, min_width=len(items[0]["record_id"]))
-    table.add_column("state", no_wrap=True)
-    table.add_column("valid", overflow="fold")
-    table.add_column("superseded by", overflow="fold")
+    table.add_column(_("record"), no_wrap=True, min_width=len(items[0]["record_id"]))
+    table.add_column(_("state"), no_wrap=True)
+    table.add_column(_("valid"), overflow="fold")
+    table.add_column(_("superseded by"), overflow="fold")
     for item in items:
         table.add_row(
             item["record_id"],
             item["state"],
-            f"{item['valid_from']} .. {item['valid_until'] or 'open'}",
+            f"{item['valid_from']} .. {item['valid_until'] or _('open')}",
             item["superseded_by"] or "-",
         )
     out.print(table, markup=False, highlight=False)

@@ -24,12 +24,15 @@ from engram_memory.host.keys.recovery import (
     read_recovery_key,
     rotate_recovery_key,
 )
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import resolve_home
 
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
-    group = typer.Typer(help="The recovery key: with it and an archive, this home restores on another machine.")
+    group = typer.Typer(
+        rich_markup_mode=None, help="The recovery key: with it and an archive, this home restores on another machine."
+    )
     app.add_typer(group, name="recovery-key")
     group.command("export")(export)
     group.command("rotate")(rotate)
@@ -43,7 +46,7 @@ def read_key_argument(path: Path) -> RecoveryKey:
 
 
 def _tell(text: str) -> None:
-    err.print(f"engram-memory: {text}", markup=False, highlight=False)
+    err.print(_("engram-memory: {text}").format(text=text), markup=False, highlight=False)
 
 
 def export(
@@ -65,18 +68,24 @@ def export(
         try:
             write_private(target, (key.text() + "\n").encode("ascii"))
         except FileExistsError:
-            fail(f"{target} already exists: the recovery key is never written over a file")
+            fail(_("{target} already exists: the recovery key is never written over a file").format(target=target))
         except OSError as exc:
-            fail(f"cannot write {target}: {exc.strerror or exc}")
-        _tell(f"recovery key {key.key_id} written to {target}; move it offline and delete it from this disk")
+            fail(_("cannot write {target}: {reason}").format(target=target, reason=exc.strerror or exc))
+        _tell(
+            _("recovery key {key_id} written to {target}; move it offline and delete it from this disk").format(
+                key_id=key.key_id, target=target
+            )
+        )
         return
     if as_json:
         sys.stdout.write(json.dumps({"key_id": key.key_id, "recovery_key": key.text()}) + "\n")
     else:
         sys.stdout.write(key.text() + "\n")
     _tell(
-        f"recovery key {key.key_id}: keep it offline (a password manager, paper in a safe). With it and an"
-        " archive: engram-memory restore FILE --recovery-key KEYFILE, into a fresh 'engram-memory init' home"
+        _(
+            "recovery key {key_id}: keep it offline (a password manager, paper in a safe). With it and an archive: "
+            "engram-memory restore FILE --recovery-key KEYFILE, into a fresh 'engram-memory init' home"
+        ).format(key_id=key.key_id)
     )
 
 
@@ -90,8 +99,10 @@ def rotate(home: HomeOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         sys.stdout.write(json.dumps({"previous_key_id": old.key_id, "key_id": new.key_id}) + "\n")
     else:
-        say(f"rotated the recovery key: {new.key_id} replaces {old.key_id}")
+        say(_("rotated the recovery key: {key_id} replaces {previous}").format(key_id=new.key_id, previous=old.key_id))
     warn(
-        f"export the new key now (engram-memory recovery-key export) and take a new backup; archives made"
-        f" before open only with {old.key_id}: keep it while you keep them, destroy every copy to make them unreadable"
+        _(
+            "export the new key now (engram-memory recovery-key export) and take a new backup; archives made before "
+            "open only with {key_id}: keep it while you keep them, destroy every copy to make them unreadable"
+        ).format(key_id=old.key_id)
     )

@@ -21,8 +21,10 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.recall.reindex import IndexStatus, ReindexProgress
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, out, say
+from engram_memory.host.language.catalogue import N_, _
+from engram_memory.host.language.formats import number
 
-_PHASES = {"lexical": "re-tokenizing memories", "semantic": "embedding memories"}
+_PHASES = {"lexical": N_("re-tokenizing memories"), "semantic": N_("embedding memories")}
 
 
 def register(app: typer.Typer) -> None:
@@ -37,19 +39,27 @@ SERVE_EMBEDS_FROM = 100
 
 
 def _models(status: IndexStatus) -> str:
-    return " and ".join(status.models) or "none"
+    return _(" and ").join(status.models) or _("none")
 
 
 def describe(status: IndexStatus, *, embed: bool = True) -> str:
     """One line for a person: what a re-index of this store would do."""
     if status.current:
-        return f"the indexes are current (tokenizer {status.tokenizer}, models {_models(status)})"
+        return _("the indexes are current (tokenizer {tokenizer}, models {models})").format(
+            tokenizer=status.tokenizer, models=_models(status)
+        )
     parts = []
     if status.stale_scopes:
         scopes = len(status.stale_scopes)
-        parts.append(f"{status.stale_records} memories in {scopes} scopes to re-tokenize for {status.tokenizer}")
+        parts.append(
+            _("{records} memories in {scopes} scopes to re-tokenize for {tokenizer}").format(
+                records=number(status.stale_records), scopes=number(scopes), tokenizer=status.tokenizer
+            )
+        )
     if status.unembedded and embed:
-        parts.append(f"{status.unembedded} memories to embed by {_models(status)}")
+        parts.append(
+            _("{count} memories to embed by {models}").format(count=number(status.unembedded), models=_models(status))
+        )
     return "; ".join(parts)
 
 
@@ -59,7 +69,7 @@ def serve_reindex(engine: Engine, log: Callable[[str], None]) -> None:
     status = engine.index_status()
     embed = status.unembedded >= SERVE_EMBEDS_FROM
     if status.stale_scopes or embed:
-        log(f"before serving: {describe(status, embed=embed)}")
+        log(_("before serving: {work}").format(work=describe(status, embed=embed)))
         engine.reindex(percent_lines(log), embed=embed)
 
 
@@ -72,7 +82,11 @@ def percent_lines(line: Callable[[str], None]) -> Callable[[ReindexProgress], No
         if shown.get(progress.phase) == percent:
             return
         shown[progress.phase] = percent
-        line(f"{_PHASES[progress.phase]}: {progress.done} of {progress.total} ({percent} %)")
+        line(
+            _("{phase}: {done} of {total} ({percent} %)").format(
+                phase=_(_PHASES[progress.phase]), done=progress.done, total=progress.total, percent=percent
+            )
+        )
 
     return report
 
@@ -92,7 +106,7 @@ def _progress(as_json: bool) -> Iterator[Callable[[ReindexProgress], None]]:
         def report(progress: ReindexProgress) -> None:
             task = tasks.get(progress.phase)
             if task is None:
-                task = tasks[progress.phase] = bar.add_task(_PHASES[progress.phase], total=progress.total)
+                task = tasks[progress.phase] = bar.add_task(_(_PHASES[progress.phase]), total=progress.total)
             bar.update(task, completed=progress.done, total=progress.total)
 
         yield report
@@ -110,7 +124,7 @@ def reindex_command(
     Safe to interrupt: running it again resumes. `serve` does the same before it serves.
     """
     started_at = time.perf_counter()
-    with opened_engine(home) as (engine, _):
+    with opened_engine(home) as (engine, _paths):
         try:
             status = engine.index_status()
             if check:
@@ -124,7 +138,7 @@ def reindex_command(
             with _progress(as_json) as report:
                 result = engine.reindex(report)
         except ContractError as exc:
-            fail(f"the store is unavailable ({exc.code.value}); running reindex again resumes")
+            fail(_("the store is unavailable ({code}); running reindex again resumes").format(code=exc.code.value))
     seconds = round(time.perf_counter() - started_at, 3)
     if as_json:
         value = {
@@ -140,11 +154,18 @@ def reindex_command(
     if status.current:
         say(describe(status))
         return
-    say(
-        f"re-indexed in {seconds:.1f} s: {result.scopes} scopes re-tokenized ({result.retokenized} entries changed),"
-        f" {result.embedded} vectors written"
-        + (f"; {result.unreadable} memories could not be read (run engram-memory verify)" if result.unreadable else "")
+    said = _(
+        "re-indexed in {seconds:.1f} s: {scopes} scopes re-tokenized ({entries} entries changed), {vectors} vectors "
+        "written"
+    ).format(
+        seconds=seconds,
+        scopes=number(result.scopes),
+        entries=number(result.retokenized),
+        vectors=number(result.embedded),
     )
+    if result.unreadable:
+        said += _("; {count} memories could not be read (run engram-memory verify)").format(count=result.unreadable)
+    say(said)
 
 
 def _status_json(status: IndexStatus) -> dict[str, object]:

@@ -16,6 +16,7 @@ from engram_memory.host.cli import reindex as cli_index
 from engram_memory.host.cli.common import HomeOption, fail
 from engram_memory.host.compose import HomeError, serving_engines, verify_token
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
+from engram_memory.host.language.catalogue import _, ngettext
 from engram_memory.host.serve.http_guard import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, MAX_CONNECTIONS, GuardSettings
 from engram_memory.host.serve.logs import FORMATS, LEVELS, configure
 from engram_memory.host.settings import (
@@ -60,14 +61,19 @@ def _checked_binding(
     again whenever it changes); refuses options that mean nothing in the mode asked for."""
     file_flag = binding_file is not None and _given(ctx, "binding_file", only_flags=True)
     if http and (binding or file_flag):
-        fail("--binding is for stdio: over HTTP every request carries its own bearer token")
+        fail(_("--binding is for stdio: over HTTP every request carries its own bearer token"))
     if binding and file_flag:
-        fail("give the binding once: --binding or --binding-file, not both")
+        fail(_("give the binding once: --binding or --binding-file, not both"))
     if not http:
         ignored = [flag for name, flag in _HTTP_ONLY.items() if _given(ctx, name)]
         if ignored:
-            verb = "applies" if len(ignored) == 1 else "apply"
-            fail(f"{', '.join(ignored)} {verb} only with --http (serve over stdio takes none of them)")
+            fail(
+                ngettext(
+                    "{flags} applies only with --http (serve over stdio takes none of them)",
+                    "{flags} apply only with --http (serve over stdio takes none of them)",
+                    len(ignored),
+                ).format(flags=", ".join(ignored))
+            )
     if binding_file is not None and not binding and not http:
         return None, _readable_binding_file(binding_file.expanduser())
     return binding, None
@@ -89,7 +95,7 @@ def _authorization(
 
     if public_url is None:
         if trust_issuer is not None:
-            fail("--trust-issuer needs --public-url (the address the tokens' audience names)")
+            fail(_("--trust-issuer needs --public-url (the address the tokens' audience names)"))
         return None
     if trust_issuer is not None:
         return stack.enter_context(trusting(paths, public_url, trust_issuer, owner))
@@ -102,10 +108,10 @@ def _tls(certificate: Path | None, key: Path | None) -> Tls | None:
     if certificate is None and key is None:
         return None
     if certificate is None or key is None:
-        fail("--tls-cert and --tls-key go together")
+        fail(_("--tls-cert and --tls-key go together"))
     for path in (certificate, key):
         if not path.is_file():
-            fail(f"cannot read {path}: no such file")
+            fail(_("cannot read {path}: no such file").format(path=path))
     return Tls(certificate=certificate, key=key)
 
 
@@ -188,9 +194,9 @@ def serve(
 ) -> None:
     """Serve MCP over stdio (one binding), or over streamable HTTP with --http (a binding per request)."""
     if log_level.lower() not in LEVELS:
-        fail(f"--log-level takes one of {', '.join(LEVELS)}")
+        fail(_("--log-level takes one of {choices}").format(choices=", ".join(LEVELS)))
     if log_format.lower() not in FORMATS:
-        fail(f"--log-format takes one of {', '.join(FORMATS)}")
+        fail(_("--log-format takes one of {choices}").format(choices=", ".join(FORMATS)))
     configure(log_level.lower(), log_format.lower())
     log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
@@ -212,7 +218,7 @@ def serve(
                 # A store that fails its start-up check is refused rather than allowed to answer wrongly.
                 first = checked.verify(full=False).first
                 if first is not None:
-                    fail(f"{first.line}; run engram-memory verify")
+                    fail(_("{line}; run engram-memory verify").format(line=first.line))
             if http:
                 public_key = load_signing_key(paths).public_key()
                 guard = GuardSettings(header_timeout, body_timeout, max_connections)
@@ -248,4 +254,4 @@ def serve(
     except (HomeError, KeyFileError) as exc:
         fail(str(exc))
     except ContractError as exc:
-        fail(f"the store is unavailable ({exc.code.value})")
+        fail(_("the store is unavailable ({code})").format(code=exc.code.value))

@@ -10,6 +10,7 @@ import typer
 
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, say
 from engram_memory.host.compose import HomeError
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import resolve_home
 from engram_memory.host.tenant_routes import HOME_CLUSTER, home_routes
 
@@ -18,7 +19,10 @@ ToOption = Annotated[str, typer.Option("--to", help="The cluster of tenants.toml
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
-    group = typer.Typer(help="Tenants across PostgreSQL clusters (tenants.toml): where each lives, and moving one.")
+    group = typer.Typer(
+        rich_markup_mode=None,
+        help="Tenants across PostgreSQL clusters (tenants.toml): where each lives, and moving one.",
+    )
     app.add_typer(group, name="tenants")
     group.command("list")(tenants_list)
     group.command("move")(tenants_move)
@@ -35,7 +39,7 @@ def tenants_list(home: HomeOption = None, as_json: JsonOption = False) -> None:
         sys.stdout.write(json.dumps({"clusters": listing}, indent=2) + "\n")
         return
     for name, tenants in listing.items():
-        shown = ", ".join(tenants) if tenants else ("every tenant not named" if name == HOME_CLUSTER else "none")
+        shown = ", ".join(tenants) if tenants else (_("every tenant not named") if name == HOME_CLUSTER else _("none"))
         say(f"{name}: {shown}")
 
 
@@ -65,6 +69,14 @@ def tenants_move(
         return
     rows = sum(moved.copied.values())
     say(
-        f"moved tenant '{moved.tenant}' from {moved.source} to {moved.target}: {rows} rows copied and verified;"
-        f" its writes waited {moved.seconds_fenced:.1f} s"
+        _(
+            "moved tenant '{tenant}' from {source} to {target}: {rows} rows copied and verified; its writes waited "
+            "{seconds_fenced:.1f} s"
+        ).format(
+            tenant=moved.tenant,
+            source=moved.source,
+            target=moved.target,
+            rows=rows,
+            seconds_fenced=moved.seconds_fenced,
+        )
     )

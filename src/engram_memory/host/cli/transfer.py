@@ -15,8 +15,19 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from engram_memory.contract.errors import ContractError
-from engram_memory.host.cli.common import HomeOption, JsonOption, err, fail, opened_engine, say
+from engram_memory.host.cli.common import (
+    HomeOption,
+    JsonOption,
+    OptionalTenant,
+    OptionalWorkspace,
+    err,
+    fail,
+    only_scope,
+    opened_engine,
+    say,
+)
 from engram_memory.host.compose import current_user
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.reads import HostReadRefused
 from engram_memory.host.transfer import (
     TransferError,
@@ -28,8 +39,6 @@ from engram_memory.host.transfer import (
 )
 
 FORMATS = ("jsonl", "markdown")
-Tenant = Annotated[str, typer.Option("--tenant")]
-Workspace = Annotated[str, typer.Option("--workspace")]
 
 
 def register(app: typer.Typer) -> None:
@@ -39,16 +48,17 @@ def register(app: typer.Typer) -> None:
 
 
 def export_command(
-    tenant: Tenant,
-    workspace: Workspace,
+    tenant: OptionalTenant = None,
+    workspace: OptionalWorkspace = None,
     form: Annotated[str, typer.Option("--format", help="jsonl (re-importable) or markdown (for people).")] = "jsonl",
     output: Annotated[Path | None, typer.Option("--output", help="Write to FILE (0600) instead of stdout.")] = None,
     home: HomeOption = None,
 ) -> None:
     """Export a workspace's current memories with citations and provenance (audited host reads)."""
     if form not in FORMATS:
-        fail(f"--format takes one of {', '.join(FORMATS)}")
+        fail(_("--format takes one of {formats}").format(formats=", ".join(FORMATS)))
     with opened_engine(home) as (engine, _paths):
+        tenant, workspace = only_scope(engine, tenant, workspace)
         sink: IO[str] = sys.stdout
         try:
             if output is not None:
@@ -56,29 +66,33 @@ def export_command(
                 sink = output.open("w", encoding="utf-8")
             count = 0
             if form == "markdown":
-                sink.write(f"# Memories of {tenant}/{workspace}\n\n")
+                sink.write(_("# Memories of {tenant}/{workspace}").format(tenant=tenant, workspace=workspace) + "\n\n")
             for line in export_lines(engine, tenant, workspace, read_by=current_user()):
                 sink.write(
                     markdown_of(line) + "\n" if form == "markdown" else json.dumps(line, ensure_ascii=False) + "\n"
                 )
                 count += 1
         except (HostReadRefused, ContractError) as exc:
-            fail(f"the export stopped: {getattr(exc, 'code', exc)}")
+            fail(_("the export stopped: {reason}").format(reason=getattr(exc, "code", exc)))
         except OSError as exc:
-            fail(f"cannot write {output}: {exc.strerror or exc}")
+            fail(_("cannot write {output}: {reason}").format(output=output, reason=exc.strerror or exc))
         finally:
             if sink is not sys.stdout:
                 sink.close()
     if output is not None:
-        say(f"exported {count} memories of {tenant}/{workspace} to {output}")
+        say(
+            _("exported {count} memories of {tenant}/{workspace} to {output}").format(
+                count=count, tenant=tenant, workspace=workspace, output=output
+            )
+        )
 
 
 def import_command(
     source: Annotated[
         Path, typer.Argument(metavar="FILE_OR_FOLDER", help="An export file, or a folder of *.md notes.")
     ],
-    tenant: Tenant,
-    workspace: Workspace,
+    tenant: OptionalTenant = None,
+    workspace: OptionalWorkspace = None,
     purpose: Annotated[
         str, typer.Option("--purpose", help="For Markdown notes: the purpose_ref their memories serve.")
     ] = "purpose:notes",
@@ -91,15 +105,20 @@ def import_command(
     except TransferError as exc:
         fail(str(exc))
     except (OSError, UnicodeDecodeError) as exc:
-        fail(f"cannot read {source}: {getattr(exc, 'strerror', None) or type(exc).__name__}")
+        fail(
+            _("cannot read {source}: {reason}").format(
+                source=source, reason=getattr(exc, "strerror", None) or type(exc).__name__
+            )
+        )
     started = time.monotonic()
     with _progress(len(memories), as_json) as progress, opened_engine(home) as (engine, _paths):
+        tenant, workspace = only_scope(engine, tenant, workspace)
         try:
             report = import_memories(engine, tenant, workspace, memories, imported_by=current_user(), progress=progress)
         except TransferError as exc:
             fail(str(exc))
         except ContractError as exc:
-            fail(f"the import stopped ({exc.code.value}); running it again is safe")
+            fail(_("the import stopped ({code}); running it again is safe").format(code=exc.code.value))
     # The engine is closed: every vector the import asked for is written, and counted in the time.
     seconds = time.monotonic() - started
     summary = {
@@ -115,11 +134,24 @@ def import_command(
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
         return
-    refused = ", ".join(f"{n} {code}" for code, n in sorted(report.refused.items())) or "none"
+    refused = ", ".join(f"{n} {code}" for code, n in sorted(report.refused.items())) or _("none")
     say(
-        f"imported {report.total} memories into {tenant}/{workspace}: {report.accepted} accepted,"
-        f" {report.already} already current, {report.pending} waiting for review, {report.rejected} rejected;"
-        f" refused: {refused}; {seconds:.1f} s, {summary['memories_per_s']} memories/s"
+        _(
+            "imported {total} memories into {tenant}/{workspace}: {accepted} accepted, {already} already current, "
+            "{pending} waiting for review, {rejected} rejected; refused: {refused}; {seconds:.1f} s, {memories_per_s} "
+            "memories/s"
+        ).format(
+            total=report.total,
+            tenant=tenant,
+            workspace=workspace,
+            accepted=report.accepted,
+            already=report.already,
+            pending=report.pending,
+            rejected=report.rejected,
+            refused=refused,
+            seconds=seconds,
+            memories_per_s=summary["memories_per_s"],
+        )
     )
 
 
@@ -131,7 +163,7 @@ def _progress(total: int, as_json: bool) -> Iterator[Callable[[int], None]]:
         yield lambda _count: None
         return
     columns = (
-        TextColumn("importing"),
+        TextColumn(_("importing")),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[rate]}"),

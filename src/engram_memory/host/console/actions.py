@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome
+from engram_memory.host.language.catalogue import N_, _
 
 
 @dataclass(frozen=True)
@@ -24,21 +25,31 @@ class Operation:
 
 
 OPERATIONS: dict[str, Operation] = {
-    "dispute": Operation("Dispute", "takes the record out of search until the dispute is resolved"),
-    "resolve_current": Operation("Resolve as current", "ends the dispute: the record is searchable again"),
-    "resolve_historical": Operation("Resolve as historical", "ends the dispute: the record becomes historical"),
+    "dispute": Operation(N_("Dispute"), N_("This takes the record out of search until the dispute is resolved.")),
+    "resolve_current": Operation(
+        N_("Resolve as current"), N_("This ends the dispute: the record is searchable again.")
+    ),
+    "resolve_historical": Operation(
+        N_("Resolve as historical"), N_("This ends the dispute: the record becomes historical.")
+    ),
     "supersede": Operation(
-        "Supersede", "makes the record historical, replaced by a current record of its scope", needs_successor=True
+        N_("Supersede"),
+        N_("This makes the record historical, replaced by a current record of its scope."),
+        needs_successor=True,
     ),
-    "mark_non_current": Operation("Mark non-current", "makes the record historical, with no successor"),
+    "mark_non_current": Operation(N_("Mark non-current"), N_("This makes the record historical, with no successor.")),
     "rewind": Operation(
-        "Rewind", "makes a historical record current again, swapping with its replacement", optional_replacing=True
+        N_("Rewind"),
+        N_("This makes a historical record current again, swapping with its replacement."),
+        optional_replacing=True,
     ),
-    "expire": Operation("Expire", "ends the record's retention: it is no longer served"),
-    "trust_invalidate": Operation("Invalidate trust", "marks the record as not to be trusted: it is no longer served"),
+    "expire": Operation(N_("Expire"), N_("This ends the record's retention: it is no longer served.")),
+    "trust_invalidate": Operation(
+        N_("Invalidate trust"), N_("This marks the record as not to be trusted: it is no longer served.")
+    ),
     "tombstone": Operation(
-        "Forget (tombstone)",
-        "destroys the record's body, its data key and its index entries; this cannot be undone",
+        N_("Forget (tombstone)"),
+        N_("This destroys the record's body, its data key and its index entries; this cannot be undone."),
         destructive=True,
     ),
 }
@@ -73,4 +84,4 @@ def runner(
 
 def outcome_line(outcome: MaintenanceOutcome) -> str:
     moved = [f"{t.record.record_id}: {t.from_state} -> {t.to_state}" for t in outcome.transitions]
-    return "Done. " + "; ".join(moved) + "."
+    return _("Done. {moves}.").format(moves="; ".join(moved))

@@ -13,8 +13,15 @@ from starlette.staticfiles import StaticFiles
 from engram_memory.host.console import apps, audit, bindings, confirmations, health, queue, records
 from engram_memory.host.console.context import Console, action, page, session_of
 from engram_memory.host.console.guard import ConsoleGuard
-from engram_memory.host.console.session import IDLE_LIMIT_S, SESSION_COOKIE, ConsoleSessions
+from engram_memory.host.console.session import (
+    IDLE_LIMIT_S,
+    LANGUAGE_COOKIE,
+    LANGUAGE_COOKIE_AGE_S,
+    SESSION_COOKIE,
+    ConsoleSessions,
+)
 from engram_memory.host.console.views import refusal
+from engram_memory.host.language.choice import from_tag
 
 
 def _login(request: Request) -> Response:
@@ -44,6 +51,20 @@ def _logout(request: Request, form: FormData) -> Response:
     return response
 
 
+def _language(request: Request) -> Response:
+    """The language setting: remembered in a cookie, then back to the page it was chosen on (a path of
+    this console only, so the link cannot send anyone elsewhere)."""
+    language = from_tag(request.query_params.get("to", ""))
+    if language is None:
+        return refusal(400)
+    back = request.query_params.get("back", "")
+    if not back.startswith("/") or back.startswith("//") or "\\" in back or len(back) > 512:
+        back = "/queue"
+    response = RedirectResponse(back, status_code=303)
+    response.set_cookie(LANGUAGE_COOKIE, language.value, max_age=LANGUAGE_COOKIE_AGE_S, path="/", samesite="strict")
+    return response
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     return refusal(status if status in (404, 405) else 500)
@@ -54,6 +75,7 @@ def build_console(console: Console, sessions: ConsoleSessions) -> ConsoleGuard:
         Route("/", lambda request: RedirectResponse("/queue", status_code=303)),
         Route("/login", page(_login)),
         Route("/logout", action(_logout), methods=["POST"]),
+        Route("/language", _language),
         Route("/queue", page(queue.queue_page)),
         Route("/queue/live", page(queue.queue_live)),
         Route("/queue/decide", action(queue.queue_decide), methods=["POST"]),

@@ -19,6 +19,7 @@ from engram_memory.host.access.ending import end_grant, revoking_as, turn_away
 from engram_memory.host.compose import open_vault
 from engram_memory.host.console.context import console_of, text_field
 from engram_memory.host.console.views import after_decision, render
+from engram_memory.host.language.catalogue import _, ngettext
 from engram_memory.host.oauth.clients import client_name
 
 SHOWN = 500
@@ -51,14 +52,14 @@ def apps_revoke(request: Request, form: FormData) -> Response:
     console = console_of(request)
     grant_id = text_field(form, "grant_id", limit=64)
     if grant_id is None or GRANT_ID_RE.fullmatch(grant_id) is None:
-        return after_decision("/apps", "That is not a grant of this home.")
+        return after_decision("/apps", _("That is not a grant of this home."))
     if form.get("confirmed") != "yes":
         return render(request, "app_confirm.html", grant_id=grant_id, active="apps")
     vault = open_vault(console.paths)
     try:
         store = vault.sign_in()
         if store.grant(grant_id) is None:
-            return after_decision("/apps", f"This home has no grant {grant_id}.")
+            return after_decision("/apps", _("This home has no grant {grant}.").format(grant=grant_id))
         reason = f"revoked by {console.decided_by}"
         first = end_grant(
             store, revoking_as(console.engine, console.decided_by), grant_id, reason, int(time.time() * 1000)
@@ -66,20 +67,22 @@ def apps_revoke(request: Request, form: FormData) -> Response:
     finally:
         vault.close()
     if not first:
-        return after_decision("/apps", f"{grant_id} was already revoked.")
-    return after_decision("/apps", f"Revoked {grant_id}: its client must sign its person in again.")
+        return after_decision("/apps", _("{grant} was already revoked.").format(grant=grant_id))
+    return after_decision(
+        "/apps", _("Revoked {grant}: its client must sign its person in again.").format(grant=grant_id)
+    )
 
 
 def apps_turn_away(request: Request, form: FormData) -> Response:
     console = console_of(request)
     client_id = text_field(form, "client_id", limit=2048)
     if client_id is None:
-        return after_decision("/apps", "That is not a client of this home.")
+        return after_decision("/apps", _("That is not a client of this home."))
     vault = open_vault(console.paths)
     try:
         store = vault.sign_in()
         if store.client(client_id) is None:
-            return after_decision("/apps", "That is not a client of this home.")
+            return after_decision("/apps", _("That is not a client of this home."))
         if form.get("confirmed") != "yes":
             return render(request, "app_turn_away.html", client_id=client_id, active="apps")
         reason = f"its client was revoked by {console.decided_by}"
@@ -89,5 +92,10 @@ def apps_turn_away(request: Request, form: FormData) -> Response:
     finally:
         vault.close()
     if not first:
-        return after_decision("/apps", "That client was already turned away.")
-    return after_decision("/apps", f"Turned the client away: {ended} grant(s) ended.")
+        return after_decision("/apps", _("That client was already turned away."))
+    return after_decision(
+        "/apps",
+        ngettext(
+            "Turned the client away: {count} grant ended.", "Turned the client away: {count} grants ended.", ended
+        ).format(count=ended),
+    )

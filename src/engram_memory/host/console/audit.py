@@ -17,9 +17,14 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine.ports.store import AuditRow
 from engram_memory.host.console.context import console_of
 from engram_memory.host.console.views import render
+from engram_memory.host.language.catalogue import N_, _
+from engram_memory.host.reads import HOST_READ_TOKEN_ID
 
 SHOWN = 200
-FILTERS = ("since", "until", "tool", "outcome", "token_id")
+FILTERS = ("since", "until", "tool", "outcome", "token_id", "caller")
+# Whose calls the log shows: the agents' by default, so the host's own reads (export, search, record
+# pages) do not bury them.
+CALLERS = (("agents", N_("agents")), ("host", N_("the host's own reads")), ("all", N_("everyone")))
 
 
 def instant_of(text: str) -> int | None:
@@ -36,9 +41,19 @@ def instant_of(text: str) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def _matches(row: AuditRow, tool: str | None, outcome: str | None, token_id: str | None) -> bool:
+def caller_matches(row: AuditRow, caller: str) -> bool:
+    """`agents`: calls under a binding; `host`: the host's own reads; anything else: every row."""
+    if caller == "agents":
+        return row.token_id != HOST_READ_TOKEN_ID
+    if caller == "host":
+        return row.token_id == HOST_READ_TOKEN_ID
+    return True
+
+
+def _matches(row: AuditRow, tool: str | None, outcome: str | None, token_id: str | None, caller: str) -> bool:
     return (
-        (tool is None or row.tool == tool)
+        caller_matches(row, caller)
+        and (tool is None or row.tool == tool)
         and (outcome is None or row.outcome == outcome or (outcome == "refused" and row.outcome != "ok"))
         and (token_id is None or row.token_id == token_id)
     )
@@ -46,6 +61,8 @@ def _matches(row: AuditRow, tool: str | None, outcome: str | None, token_id: str
 
 def audit_page(request: Request) -> Response:
     chosen = {name: request.query_params.get(name, "").strip()[:128] for name in FILTERS}
+    if chosen["caller"] not in {key for key, _name in CALLERS}:
+        chosen["caller"] = "agents"
     since = instant_of(chosen["since"]) if chosen["since"] else None
     until = instant_of(chosen["until"]) if chosen["until"] else None
     problems = [name for name in ("since", "until") if chosen[name] and instant_of(chosen[name]) is None]
@@ -54,12 +71,16 @@ def audit_page(request: Request) -> Response:
     if not problems:
         with console_of(request).engine.audit_rows(since, until) as rows:
             for row in rows:
-                if _matches(row, chosen["tool"] or None, chosen["outcome"] or None, chosen["token_id"] or None):
+                if _matches(
+                    row, chosen["tool"] or None, chosen["outcome"] or None, chosen["token_id"] or None, chosen["caller"]
+                ):
                     newest.append(row)
                     matched += 1
     notice = None
     if problems:
-        notice = f"Not a date or ISO instant: {', '.join(problems)} (for example 2026-01-31 or 2026-01-31T09:00Z)."
+        notice = _("Not a date or ISO instant: {fields} (for example 2026-01-31 or 2026-01-31T09:00Z).").format(
+            fields=", ".join(problems)
+        )
     return render(
         request,
         "audit.html",
@@ -67,6 +88,7 @@ def audit_page(request: Request) -> Response:
         matched=matched,
         chosen=chosen,
         tools=[tool.value for tool in Tool],
+        callers=CALLERS,
         notice=notice,
         active="audit",
     )

@@ -13,6 +13,7 @@ from engram_memory.engine.ports.rows import IssuedBindingRow
 from engram_memory.host.bindings import SIGNED_IN, TOKEN_ID_RE, renewal_due
 from engram_memory.host.console.context import console_of, text_field
 from engram_memory.host.console.views import after_decision, render
+from engram_memory.host.language.catalogue import _
 
 SHOWN = 500
 
@@ -46,13 +47,15 @@ def bindings_revoke(request: Request, form: FormData) -> Response:
     console = console_of(request)
     token_id = text_field(form, "token_id", limit=64)
     if token_id is None or TOKEN_ID_RE.fullmatch(token_id) is None:
-        return after_decision("/bindings", "That is not a token id of this home.")
+        return after_decision("/bindings", _("That is not a token id of this home."))
     if form.get("confirmed") != "yes":
         return render(request, "binding_confirm.html", token_id=token_id, active="bindings")
     try:
         revocation = console.engine.revoke_token(token_id, revoked_by=console.decided_by)
     except UnknownBinding:
-        return after_decision("/bindings", f"This home issued no binding {token_id}.")
+        return after_decision("/bindings", _("This home issued no binding {token}.").format(token=token_id))
     if revocation.already:
-        return after_decision("/bindings", f"{token_id} was already revoked.")
-    return after_decision("/bindings", f"Revoked {token_id}: its calls now answer AUTHORIZATION_REVOKED.")
+        return after_decision("/bindings", _("{token} was already revoked.").format(token=token_id))
+    return after_decision(
+        "/bindings", _("Revoked {token}: its calls now answer AUTHORIZATION_REVOKED.").format(token=token_id)
+    )

@@ -20,6 +20,7 @@ from engram_memory.engine.lifecycle.gate import APPROVAL_TTL_MAX_MS, REQUEST_TTL
 from engram_memory.engine.ports.store import ConfirmationRow
 from engram_memory.host.console.context import Console, console_of, text_field
 from engram_memory.host.console.views import after_decision, fragment, live, render
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.reads import HostReadRefused, read_record
 
 APPROVAL_CHOICES_S = (60, 120, 300)
@@ -85,22 +86,25 @@ def confirmation_decide(request: Request, form: FormData) -> Response:
     choice = form.get("decision")
     ttl = text_field(form, "ttl_s", limit=4) or str(APPROVAL_TTL_MAX_MS // 1000)
     if confirmation_id is None or choice not in ("approve", "deny") or not ttl.isdigit():
-        return after_decision("/confirmations", "Choose approve or deny for a request.")
+        return after_decision("/confirmations", _("Choose approve or deny for a request."))
     ttl_s = int(ttl)
     if not 1 <= ttl_s <= APPROVAL_TTL_MAX_MS // 1000:
-        return after_decision("/confirmations", "An approval lasts 1 to 300 seconds.")
+        return after_decision(
+            "/confirmations", _("An approval lasts 1 to {most} seconds.").format(most=APPROVAL_TTL_MAX_MS // 1000)
+        )
     try:
         if choice == "approve":
             row = console.engine.approve_confirmation(
                 confirmation_id, decided_by=console.decided_by, ttl_ms=ttl_s * 1000
             )
-            said = (
-                f"Approved {row.confirmation_id} ({row.tool} {row.target}) for {ttl_s} s:"
-                " the agent may repeat the call."
+            said = _("Approved {request} ({tool} {target}) for {seconds} s: the agent may repeat the call.").format(
+                request=row.confirmation_id, tool=row.tool, target=row.target, seconds=ttl_s
             )
         else:
             row = console.engine.deny_confirmation(confirmation_id, decided_by=console.decided_by)
-            said = f"Denied {row.confirmation_id} ({row.tool} {row.target})."
+            said = _("Denied {request} ({tool} {target}).").format(
+                request=row.confirmation_id, tool=row.tool, target=row.target
+            )
     except ConfirmationError as refused:
-        return after_decision("/confirmations", f"Not decided: {refused}")
+        return after_decision("/confirmations", _("Not decided: {reason}").format(reason=refused))
     return after_decision("/confirmations", said)

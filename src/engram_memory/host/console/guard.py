@@ -16,8 +16,10 @@ from starlette.datastructures import Headers
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engram_memory.host.console.session import SESSION_COOKIE, ConsoleSessions
+from engram_memory.host.console.session import LANGUAGE_COOKIE, SESSION_COOKIE, ConsoleSessions
 from engram_memory.host.console.views import refusal
+from engram_memory.host.language.catalogue import speak
+from engram_memory.host.language.choice import Language, from_accept_language, from_tag
 
 OPEN_PATHS = frozenset({"/login"})
 OPEN_PREFIX = "/static/"
@@ -34,14 +36,21 @@ _HEADERS = {
 _log = logging.getLogger("engram_memory.console")
 
 
-def _cookie(headers: Headers) -> str | None:
+def _cookie(headers: Headers, name: str = SESSION_COOKIE) -> str | None:
     jar: SimpleCookie = SimpleCookie()
     try:
         jar.load(headers.get("cookie", ""))
     except Exception:
         return None
-    morsel = jar.get(SESSION_COOKIE)
+    morsel = jar.get(name)
     return None if morsel is None else morsel.value
+
+
+def request_language(headers: Headers) -> Language:
+    """The console's own setting (a cookie) wins over the browser's Accept-Language."""
+    chosen = _cookie(headers, LANGUAGE_COOKIE)
+    language = from_tag(chosen) if chosen else None
+    return language if language is not None else from_accept_language(headers.get("accept-language"))
 
 
 def loopback_host(headers: Headers) -> bool:
@@ -60,6 +69,7 @@ class ConsoleGuard:
             await self._app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        speak(request_language(headers))
         started = False
 
         async def send_with_headers(message: Message) -> None:

@@ -17,9 +17,18 @@ from starlette.responses import Response
 from engram_memory.host.console.chart import HOUR_MS, HOURS, hourly_chart
 from engram_memory.host.console.context import console_of
 from engram_memory.host.console.views import after_decision, render
+from engram_memory.host.language.catalogue import N_, _
 from engram_memory.host.operations_stats import gather_stats
 
 _verifying = threading.Lock()
+FILE_NAMES = {
+    "store_bytes": N_("Store file"),
+    "store_wal_bytes": N_("Store write-ahead log"),
+    "store_database_bytes": N_("Store database"),
+    "vault_bytes": N_("Vault file"),
+    "vault_wal_bytes": N_("Vault write-ahead log"),
+    "vault_database_bytes": N_("Vault database"),
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ def health_page(request: Request) -> Response:
         stats=stats,
         chart=chart,
         verified=request.app.state.last_verify,
+        file_names=FILE_NAMES,
         notice=request.query_params.get("notice"),
         active="health",
     )
@@ -51,7 +61,7 @@ def health_page(request: Request) -> Response:
 def health_verify(request: Request, form: FormData) -> Response:
     console = console_of(request)
     if not _verifying.acquire(blocking=False):
-        return after_decision("/health", "A verification is already running.")
+        return after_decision("/health", _("A verification is already running."))
     try:
         report = console.engine.verify(full=False)
     finally:
@@ -63,4 +73,4 @@ def health_verify(request: Request, form: FormData) -> Response:
         report.scopes,
         report.events,
     )
-    return after_decision("/health", "Verified: no problems." if report.ok else "Verified: problems found.")
+    return after_decision("/health", _("Verified: no problems.") if report.ok else _("Verified: problems found."))

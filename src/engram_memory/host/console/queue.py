@@ -20,22 +20,12 @@ from engram_memory.engine.admission.review import CandidateView, ReviewDecision,
 from engram_memory.host.console.context import console_of, reason_field, text_field
 from engram_memory.host.console.marks import Marker, Piece
 from engram_memory.host.console.views import after_decision, fragment, live, render
+from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.words import review_reason
 from engram_memory.host.policy_file import read_policy
 
 SHOWN = 50
-REASONS = {
-    "review_mode": "the policy sends every candidate to review",
-    "tombstone_guard": "it matches text that was forgotten earlier (tombstone guard)",
-    "family_review": "it competes with a current memory of the same family (shown beside it)",
-    "near_duplicate": "it is near-identical to a current memory (shown beside it)",
-}
 CHOICES = {"accept": None, "accept_supersede": True, "accept_keep": False, "reject": None}
-
-
-def reason_text(reason: str) -> str:
-    if reason.startswith("secret:"):
-        return f"the detector found {reason.removeprefix('secret:')}"
-    return REASONS.get(reason, reason)
 
 
 @dataclass(frozen=True)
@@ -63,8 +53,11 @@ def _beside(view: CandidateView) -> tuple[Beside, ...]:
     family = [
         Beside(
             m.record_id,
-            f"family {m.family_ref} ({m.mode}): "
-            + ("superseded if accepted" if m.superseded_on_accept else "kept unless superseded"),
+            _("family {family} ({mode}): {fate}").format(
+                family=m.family_ref,
+                mode=m.mode,
+                fate=_("superseded if accepted") if m.superseded_on_accept else _("kept unless superseded"),
+            ),
             primary_text(m.payload),
         )
         for m in view.family_members
@@ -72,9 +65,11 @@ def _beside(view: CandidateView) -> tuple[Beside, ...]:
     near = [
         Beside(
             m.record_id,
-            f"near-identical (similarity {m.similarity:.2f}"
-            + ("" if m.semantic is None else f", embeddings {m.semantic:.2f}")
-            + ")",
+            _("near-identical (similarity {similarity})").format(similarity=f"{m.similarity:.2f}")
+            if m.semantic is None
+            else _("near-identical (similarity {similarity}, embeddings {semantic})").format(
+                similarity=f"{m.similarity:.2f}", semantic=f"{m.semantic:.2f}"
+            ),
             primary_text(m.payload),
         )
         for m in view.near_matches
@@ -100,7 +95,7 @@ def shown(view: CandidateView) -> Shown:
         )
         for index, citation in enumerate(payload["citations"])
     ]
-    reasons = [reason_text(reason) for reason in view.candidate.review_reasons]
+    reasons = [review_reason(reason) for reason in view.candidate.review_reasons]
     return Shown(
         view,
         components,
@@ -147,11 +142,20 @@ def queue_live(request: Request) -> Response:
 def _said(decision: ReviewDecision) -> str:
     row = decision.candidate
     if decision.status == "accepted":
-        superseded = f" It superseded {', '.join(decision.superseded)}." if decision.superseded else ""
-        return f"Accepted {row.candidate_id} as record {decision.record_id}.{superseded}"
+        superseded = (
+            " " + _("It superseded {records}.").format(records=", ".join(decision.superseded))
+            if decision.superseded
+            else ""
+        )
+        return (
+            _("Accepted {candidate} as record {record}.").format(candidate=row.candidate_id, record=decision.record_id)
+            + superseded
+        )
     if decision.status == "duplicate_exact":
-        return f"Accepted {row.candidate_id} as a duplicate of the current record {decision.record_id}."
-    return f"Rejected {row.candidate_id}: its body is destroyed."
+        return _("Accepted {candidate} as a duplicate of the current record {record}.").format(
+            candidate=row.candidate_id, record=decision.record_id
+        )
+    return _("Rejected {candidate}: its body is destroyed.").format(candidate=row.candidate_id)
 
 
 def queue_decide(request: Request, form: FormData) -> Response:
@@ -159,12 +163,12 @@ def queue_decide(request: Request, form: FormData) -> Response:
     candidate_id = text_field(form, "candidate_id", limit=200)
     choice = form.get("decision")
     if candidate_id is None or choice not in CHOICES:
-        return after_decision("/queue", "Choose accept or reject for a candidate.")
+        return after_decision("/queue", _("Choose accept or reject for a candidate."))
     reason = reason_field(form)
     try:
         read_policy(console.paths.policy)
     except (PolicyError, OSError):
-        return after_decision("/queue", "policy.toml cannot be read; fix it, then decide again.")
+        return after_decision("/queue", _("policy.toml cannot be read; fix it, then decide again."))
     try:
         if choice == "reject":
             decision = console.engine.reject_candidate(candidate_id, decided_by=console.decided_by, reason_ref=reason)
@@ -173,7 +177,7 @@ def queue_decide(request: Request, form: FormData) -> Response:
                 candidate_id, decided_by=console.decided_by, reason_ref=reason, supersede=CHOICES[str(choice)]
             )
     except ReviewError as refused:
-        return after_decision("/queue", f"Not decided: {refused}")
+        return after_decision("/queue", _("Not decided: {reason}").format(reason=refused))
     except ContractError as fault:
-        return after_decision("/queue", f"Not decided: {fault.code.value}.")
+        return after_decision("/queue", _("Not decided: {code}.").format(code=fault.code.value))
     return after_decision("/queue", _said(decision))

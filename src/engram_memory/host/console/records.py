@@ -22,11 +22,13 @@ from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.host.console.actions import OPERATIONS, outcome_line, runner
 from engram_memory.host.console.context import console_of, reason_field, text_field
 from engram_memory.host.console.views import after_decision, refusal, render
-from engram_memory.host.reads import HostReadRefused, read_record, search_records
+from engram_memory.host.language.catalogue import _
+from engram_memory.host.reads import HostReadRefused, previews, primary_text, read_record, search_records
 from engram_memory.host.record_history import history_entry
 from engram_memory.host.transfer import TransferError, export_lines
 
-SHOWN = 200
+# Each current record shown is read (audited) for its preview, so a page lists fewer than the CLI does.
+SHOWN = 100
 STATES = [state.value for state in RecordState]
 
 
@@ -45,10 +47,13 @@ def records_page(request: Request) -> Response:
     found = console_of(request).engine.records(
         RecordFilter(tenant=chosen.get("tenant"), workspace=chosen.get("workspace"), state=state, limit=SHOWN + 1)
     )
+    console = console_of(request)
+    rows = found[:SHOWN]
     return render(
         request,
         "records.html",
-        rows=found[:SHOWN],
+        rows=rows,
+        previews=previews(console.engine, rows, read_by=console.decided_by),
         more=len(found) > SHOWN,
         chosen=chosen,
         states=STATES,
@@ -58,13 +63,6 @@ def records_page(request: Request) -> Response:
     )
 
 
-def _primary_text(record: dict[str, Any]) -> str:
-    for component in record.get("components", []):
-        if component.get("component_id") == record.get("primary_component_id"):
-            return str(component.get("text", ""))
-    return ""
-
-
 def records_search(request: Request, form: FormData) -> Response:
     console = console_of(request)
     tenant, workspace = text_field(form, "tenant", limit=512), text_field(form, "workspace", limit=512)
@@ -72,18 +70,19 @@ def records_search(request: Request, form: FormData) -> Response:
     hits: list[dict[str, Any]] = []
     problem = None
     if tenant is None or workspace is None or query is None:
-        problem = "Name a tenant, a workspace and what to look for."
+        problem = _("Name a tenant, a workspace and what to look for.")
     else:
         try:
             packets = search_records(console.engine, tenant, workspace, query, limit=20, read_by=console.decided_by)
         except HostReadRefused as refused:
-            problem = f"The search was refused: {refused}."
+            problem = _("The search was refused: {code}.").format(code=refused)
         else:
-            hits = [{"record_id": p["record"]["record_id"], "text": _primary_text(p["record"])} for p in packets]
+            hits = [{"record_id": p["record"]["record_id"], "text": primary_text(p["record"])} for p in packets]
     return render(
         request,
         "records.html",
         rows=[],
+        previews={},
         more=False,
         chosen={"tenant": tenant or "", "workspace": workspace or ""},
         states=STATES,
@@ -133,7 +132,7 @@ def record_action(request: Request, form: FormData) -> Response:
     call = runner(name, record_id, decided_by=console.decided_by, reason=reason, other_id=other_id)
     back = f"/records/{record_id}"
     if operation is None or call is None:
-        return after_decision(back, "Choose an operation (supersede needs the successor's record id).")
+        return after_decision(back, _("Choose an operation (supersede needs the successor's record id)."))
     if form.get("confirmed") != "yes":
         return render(
             request,
@@ -148,9 +147,9 @@ def record_action(request: Request, form: FormData) -> Response:
     try:
         outcome = call(console.engine)
     except MaintenanceRefused as refused:
-        return after_decision(back, f"Not done: {refused}")
+        return after_decision(back, _("Not done: {reason}").format(reason=refused))
     except ContractError as fault:
-        return after_decision(back, f"Not done: {fault.code.value}.")
+        return after_decision(back, _("Not done: {code}.").format(code=fault.code.value))
     return after_decision(back, outcome_line(outcome))
 
 

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SESSION_COOKIE = "engram_console"
+# The console's language setting: not a secret, kept for a year, read before Accept-Language.
+LANGUAGE_COOKIE = "engram_lang"
+LANGUAGE_COOKIE_AGE_S = 365 * 24 * 3600
 IDLE_LIMIT_S = 8 * 3600
 MAX_SESSIONS = 16
 

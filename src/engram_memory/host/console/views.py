@@ -14,55 +14,75 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from engram_memory.contract.instants import format_instant
+from engram_memory.host.language.catalogue import N_, _, current, ngettext
+from engram_memory.host.language.choice import Language
+from engram_memory.host.language.formats import number, when
+from engram_memory.host.language.words import label
 
 _ENV = Environment(
     loader=PackageLoader("engram_memory.host.console", "templates"),
     autoescape=select_autoescape(default=True, default_for_string=True),
     trim_blocks=True,
     lstrip_blocks=True,
+    extensions=["jinja2.ext.i18n"],
 )
+_ENV.policies["ext.i18n.trimmed"] = True
+_ENV.install_gettext_callables(gettext=_, ngettext=ngettext, newstyle=True)  # type: ignore[attr-defined]
 
+_UNREADABLE_FORM = (
+    N_("Not accepted"),
+    N_("The form could not be read. Go back, reload the page and try again."),
+)
 REFUSALS: dict[int, tuple[str, str]] = {
-    400: ("Not accepted", "The form could not be read. Go back, reload the page and try again."),
-    401: ("Sign-in needed", "Open the one-time link the console printed in its terminal when it started."),
-    403: ("Refused", "This request was refused. Reload the page and try again."),
-    404: ("Not found", "There is nothing here."),
-    405: ("Not allowed", "This address does not take that kind of request."),
-    409: ("Not possible now", "This can no longer be done in its current state. Reload the page to see it."),
-    411: ("Not accepted", "The form could not be read. Go back, reload the page and try again."),
-    413: ("Too large", "The form was too large."),
-    500: ("Something went wrong", "The console could not finish this request. Nothing was changed by it."),
-    503: ("Store unavailable", "The store could not be reached. Try again in a moment."),
+    400: _UNREADABLE_FORM,
+    401: (N_("Sign-in needed"), N_("Open the one-time link the console printed in its terminal when it started.")),
+    403: (N_("Refused"), N_("This request was refused. Reload the page and try again.")),
+    404: (N_("Not found"), N_("There is nothing here.")),
+    405: (N_("Not allowed"), N_("This address does not take that kind of request.")),
+    409: (
+        N_("Not possible now"),
+        N_("This can no longer be done in its current state. Reload the page to see it."),
+    ),
+    411: _UNREADABLE_FORM,
+    413: (N_("Too large"), N_("The form was too large.")),
+    500: (
+        N_("Something went wrong"),
+        N_("The console could not finish this request. Nothing was changed by it."),
+    ),
+    503: (N_("Store unavailable"), N_("The store could not be reached. Try again in a moment.")),
 }
 
 NAV = (
-    ("queue", "/queue", "Review queue"),
-    ("confirmations", "/confirmations", "Confirmations"),
-    ("records", "/records", "Records"),
-    ("bindings", "/bindings", "Bindings"),
-    ("apps", "/apps", "Connected apps"),
-    ("audit", "/audit", "Audit"),
-    ("health", "/health", "Health"),
+    ("queue", "/queue", N_("Review queue")),
+    ("confirmations", "/confirmations", N_("Confirmations")),
+    ("records", "/records", N_("Records")),
+    ("bindings", "/bindings", N_("Bindings")),
+    ("apps", "/apps", N_("Connected apps")),
+    ("audit", "/audit", N_("Audit")),
+    ("health", "/health", N_("Health")),
 )
-
-
-def when(epoch_ms: int | None) -> str:
-    if epoch_ms is None:
-        return "-"
-    try:
-        return format_instant(epoch_ms)
-    except (OverflowError, ValueError, OSError):
-        return f"{epoch_ms} ms"
-
+# Each language named in itself, for the console's language setting.
+LANGUAGE_NAMES = {language: language.babel.display_name or language.value for language in Language}
 
 _ENV.filters["when"] = when
+_ENV.filters["number"] = number
+_ENV.filters["label"] = label
 _ENV.globals["items_key"] = lambda ids: items_key(list(ids))
+
+
+def _frame(path: str, csrf: str) -> dict[str, Any]:
+    return {
+        "nav": NAV,
+        "csrf": csrf,
+        "path": path,
+        "lang": current().value,
+        "languages": LANGUAGE_NAMES,
+    }
 
 
 def render(request: Request, template: str, *, status_code: int = 200, **context: Any) -> HTMLResponse:
     session = getattr(request.state, "session", None)
-    frame = {"nav": NAV, "csrf": "" if session is None else session.csrf_token, "path": request.url.path}
+    frame = _frame(request.url.path, "" if session is None else session.csrf_token)
     html = _ENV.get_template(template).render(**frame, **context)
     return HTMLResponse(html, status_code=status_code)
 
@@ -84,7 +104,8 @@ def live(html: str, ids: list[str]) -> HTMLResponse:
 
 def refusal(status_code: int) -> HTMLResponse:
     title, text = REFUSALS.get(status_code, REFUSALS[500])
-    html = _ENV.get_template("refusal.html").render(title=title, text=text, nav=(), csrf="", path="")
+    frame = {**_frame("", ""), "nav": ()}
+    html = _ENV.get_template("refusal.html").render(**frame, title=_(title), text=_(text))
     return HTMLResponse(html, status_code=status_code)
 
 

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from engram_memory.engine.sealing.keys import KEK_BYTES, StaticKeyRing
 from engram_memory.host.keys.private_files import replace_private, write_private
 from engram_memory.host.keys.recovery import create_recovery_key
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import HostPaths
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ def _read(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise KeyFileError(f"cannot read {path.name}: run 'engram-memory init' first") from exc
+        raise KeyFileError(_("cannot read {name}: run 'engram-memory init' first").format(name=path.name)) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +101,7 @@ def read_ring_file(paths: HostPaths) -> RingFile:
         StaticKeyRing(ring.keys, ring.active)  # the same checks the engine's ring makes
         return ring
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise KeyFileError(f"{paths.kek_file.name} is malformed") from exc
+        raise KeyFileError(_("{name} is malformed").format(name=paths.kek_file.name)) from exc
 
 
 def write_ring_file(paths: HostPaths, ring: RingFile) -> None:
@@ -185,7 +186,7 @@ def load_mac_keys(paths: HostPaths) -> MacKeys:
 def mac_keys_of(secret: bytes, name: str = "secret.key") -> MacKeys:
     """The digest keys a 32-byte secret derives. Raises KeyFileError naming `name` when it is malformed."""
     if len(secret) != 32:
-        raise KeyFileError(f"{name} is malformed")
+        raise KeyFileError(_("{name} is malformed").format(name=name))
     return MacKeys(
         cursor=_derive(secret, "engram-memory/page-cursor/v1"),
         audit=_derive(secret, "engram-memory/audit/v1"),
@@ -197,7 +198,7 @@ def upstream_token_key(paths: HostPaths) -> bytes:
     a copy of the vault alone does not give them away."""
     secret = _read(paths.secret_file)
     if len(secret) != 32:
-        raise KeyFileError(f"{paths.secret_file.name} is malformed")
+        raise KeyFileError(_("{name} is malformed").format(name=paths.secret_file.name))
     return _derive(secret, "engram-memory/upstream-refresh-token/v1")
 
 
@@ -206,7 +207,7 @@ def backup_key(paths: HostPaths, salt: bytes) -> bytes:
     archive's own salt. Only a home holding the same secret.key opens such an archive."""
     secret = _read(paths.secret_file)
     if len(secret) != 32:
-        raise KeyFileError(f"{paths.secret_file.name} is malformed")
+        raise KeyFileError(_("{name} is malformed").format(name=paths.secret_file.name))
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=BACKUP_KDF_INFO).derive(secret)
 
 
@@ -214,9 +215,9 @@ def load_signing_key(paths: HostPaths) -> Ed25519PrivateKey:
     try:
         key = serialization.load_pem_private_key(_read(paths.signing_key_file), password=None)
     except (ValueError, TypeError) as exc:  # TypeError: the key is protected by a passphrase
-        raise KeyFileError(f"{paths.signing_key_file.name} is malformed") from exc
+        raise KeyFileError(_("{name} is malformed").format(name=paths.signing_key_file.name)) from exc
     if not isinstance(key, Ed25519PrivateKey):
-        raise KeyFileError(f"{paths.signing_key_file.name} is not an Ed25519 key")
+        raise KeyFileError(_("{name} is not an Ed25519 key").format(name=paths.signing_key_file.name))
     return key
 
 

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from engram_memory.host.keys.private_files import replace_private, write_private
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import HostPaths
 
 PREFIX = "ERK1"
@@ -95,14 +96,14 @@ def parse_recovery_key(text: str) -> RecoveryKey:
     kept = "".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     letters = re.sub(r"[\s-]+", "", kept).upper()
     if not letters.startswith(PREFIX):
-        raise RecoveryKeyError(f"not an engram-memory recovery key (it starts with {PREFIX}-)")
+        raise RecoveryKeyError(_("not an engram-memory recovery key (it starts with {prefix}-)").format(prefix=PREFIX))
     letters = letters[len(PREFIX) :]
     if len(letters) != 56 or _ALPHABET.fullmatch(letters) is None:
-        raise RecoveryKeyError("the recovery key is mistyped: it has 56 letters A-Z and digits 2-7 after ERK1")
+        raise RecoveryKeyError(_("the recovery key is mistyped: it has 56 letters A-Z and digits 2-7 after ERK1"))
     raw = base64.b32decode(letters)
     secret, checksum = raw[:SECRET_BYTES], raw[SECRET_BYTES:]
     if not hmac.compare_digest(checksum, _checksum(secret)):
-        raise RecoveryKeyError("the recovery key is mistyped: its checksum does not match")
+        raise RecoveryKeyError(_("the recovery key is mistyped: its checksum does not match"))
     return RecoveryKey(secret)
 
 
@@ -123,14 +124,14 @@ def read_recovery_key(path: Path) -> RecoveryKey:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise RecoveryKeyError(f"cannot read the recovery key file {path}") from exc
+        raise RecoveryKeyError(_("cannot read the recovery key file {path}").format(path=path)) from exc
     return parse_recovery_key(text)
 
 
 def load_recovery_key(paths: HostPaths) -> RecoveryKey:
     """The home's own recovery key. Raises RecoveryKeyError."""
     if not paths.recovery_file.exists():
-        raise RecoveryKeyError("keys/recovery.key is missing: run 'engram-memory init' to make one")
+        raise RecoveryKeyError(_("keys/recovery.key is missing: run 'engram-memory init' to make one"))
     return read_recovery_key(paths.recovery_file)
 
 

@@ -19,6 +19,7 @@ from engram_memory.engine.ports.store import WrappedKey
 from engram_memory.engine.sealing.keys import StaticKeyRing
 from engram_memory.host.compose import open_vault
 from engram_memory.host.keys.files import RingFile, new_kek, read_ring_file, write_ring_file
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import HostPaths
 from engram_memory.stores.sql.vault import HostKeyVault, Rewrap, VaultKey
 
@@ -61,8 +62,10 @@ def rotate_keys(
             unknown = sorted(set(vault.kek_ids()) - set(ring.keys))
             if unknown:
                 raise RotationRefused(
-                    f"BLOB_MISSING: the vault holds data keys wrapped by {', '.join(unknown)}, which keys/kek.json"
-                    " does not hold; nothing was rotated"
+                    _(
+                        "BLOB_MISSING: the vault holds data keys wrapped by {keys}, which keys/kek.json does not "
+                        "hold; nothing was rotated"
+                    ).format(keys=", ".join(unknown))
                 )
             resumed = bool(ring.retiring)
             if not resumed:
@@ -73,7 +76,7 @@ def rotate_keys(
             rewrapped = _move_keys(vault, ring, batch_size, on_batch)
             vault.checkpoint()
             if vault.keys_under(ring.retiring, 1):
-                raise RotationRefused("data keys are still wrapped by a retiring KEK; run rotate-keys again")
+                raise RotationRefused(_("data keys are still wrapped by a retiring KEK; run rotate-keys again"))
             write_ring_file(
                 paths,
                 RingFile(
@@ -116,8 +119,10 @@ def _rewrapped(keys: StaticKeyRing, item: VaultKey) -> Rewrap:
         data_key = keys.unwrap(item.key.kek_id, item.key.wrapped)
     except ContractError as exc:
         raise RotationRefused(
-            f"BLOB_MISSING: the data key of {item.owner_id} does not open with {item.key.kek_id}; the rotation"
-            " stopped before it (run rotate-keys again once keys/ is repaired)"
+            _(
+                "BLOB_MISSING: the data key of {owner_id} does not open with {kek_id}; the rotation stopped before it "
+                "(run rotate-keys again once keys/ is repaired)"
+            ).format(owner_id=item.owner_id, kek_id=item.key.kek_id)
         ) from exc
     kek_id, wrapped = keys.wrap(data_key)
     return Rewrap(owner_id=item.owner_id, old_kek_id=item.key.kek_id, key=WrappedKey(kek_id=kek_id, wrapped=wrapped))
@@ -131,7 +136,7 @@ def _only_rotation(paths: HostPaths) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise RotationRefused("another rotate-keys is running on this home") from exc
+            raise RotationRefused(_("another rotate-keys is running on this home")) from exc
         yield
     finally:
         os.close(fd)

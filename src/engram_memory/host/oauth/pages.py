@@ -30,6 +30,8 @@ from engram_memory.host.access.people import (
     signed_in,
 )
 from engram_memory.host.access.rules import Access, Identity
+from engram_memory.host.language.catalogue import _, current, ngettext, speak
+from engram_memory.host.language.choice import from_accept_language
 from engram_memory.host.oauth.clients import client_name
 from engram_memory.host.oauth.pending import PendingError, PendingRequest, check_csrf, csrf_token, open_request
 from engram_memory.host.oauth.provider import SIGN_IN_PATH
@@ -48,7 +50,10 @@ _TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
     autoescape=select_autoescape(["html"]),
     auto_reload=False,
+    extensions=["jinja2.ext.i18n"],
 )
+_TEMPLATES.policies["ext.i18n.trimmed"] = True
+_TEMPLATES.install_gettext_callables(gettext=_, ngettext=ngettext, newstyle=True)  # type: ignore[attr-defined]
 
 
 def _headers(form_targets: str = "'self'") -> dict[str, str]:
@@ -65,12 +70,17 @@ def _headers(form_targets: str = "'self'") -> dict[str, str]:
 
 
 def _page(template: str, status: int = 200, form_targets: str = "'self'", **values: Any) -> HTMLResponse:
-    html = _TEMPLATES.get_template(template).render(**values)
+    html = _TEMPLATES.get_template(template).render(lang=current().value, **values)
     return HTMLResponse(html, status_code=status, headers=_headers(form_targets))
 
 
 def message_page(title: str, message: str, status: int) -> HTMLResponse:
     return _page("message.html", status, title=title, message=message, error=status >= 400)
+
+
+def _speak_to(request: Request) -> None:
+    """Each page in the language the person's browser asks for."""
+    speak(from_accept_language(request.headers.get("accept-language")))
 
 
 class SignInPages:
@@ -89,15 +99,16 @@ class SignInPages:
 
     async def upstream(self, request: Request) -> Response:
         """To the team's provider, remembering (in a signed cookie) what the callback must check."""
+        _speak_to(request)
         sealed = await self._field(request, "request")
         upstream = self.service.upstream()
         try:
             self._pending(sealed)
             if upstream is None:
-                return message_page("Sign-in failed", "This server signs nobody in through a provider.", 404)
+                return message_page(_("Sign-in failed"), _("This server signs nobody in through a provider."), 404)
             url, trip = await upstream.start(sealed, now_s=self.service.now_ms() // 1000)
         except (PendingError, UpstreamError) as exc:
-            return message_page("Sign-in failed", f"{exc}.", 400)
+            return message_page(_("Sign-in failed"), f"{exc}.", 400)
         response = RedirectResponse(url, status_code=303)
         response.headers.update(_headers())
         response.set_cookie(
@@ -112,16 +123,19 @@ class SignInPages:
         return response
 
     async def callback(self, request: Request) -> Response:
+        _speak_to(request)
         upstream = self.service.upstream()
         code, state = request.query_params.get("code", ""), request.query_params.get("state", "")
         if upstream is None or not code or not state:
             why = request.query_params.get("error_description") or request.query_params.get("error") or "no code"
-            return message_page("Sign-in failed", f"The provider did not sign you in ({why[:200]}).", 400)
+            return message_page(
+                _("Sign-in failed"), _("The provider did not sign you in ({why}).").format(why=why[:200]), 400
+            )
         try:
             signed_in = await upstream.finish(code, state, request.cookies.get(TRIP_COOKIE, ""))
             self._pending(signed_in.request)
         except (PendingError, UpstreamError) as exc:
-            return message_page("Sign-in failed", f"{exc}.", 400)
+            return message_page(_("Sign-in failed"), f"{exc}.", 400)
         kept = self.service.sealed_upstream_token(signed_in.identity, signed_in.refresh_token)
         response = await self._signed_in_response(signed_in.identity, None, signed_in.request, kept)
         response.delete_cookie(TRIP_COOKIE, path=SIGN_IN_PATH)
@@ -167,15 +181,18 @@ class SignInPages:
 
     # -- pages ---------------------------------------------------------------------------------------
     async def sign_in(self, request: Request) -> Response:
+        _speak_to(request)
         sealed = await self._field(request, "request")
         try:
             pending = self._pending(sealed)
         except PendingError as exc:
-            return message_page("Sign-in failed", f"This sign-in link cannot be used: {exc}.", 400)
+            return message_page(
+                _("Sign-in failed"), _("This sign-in link cannot be used: {reason}.").format(reason=exc), 400
+            )
         name = await self._client_name(pending.client_id)
         upstream = self.service.upstream()
         values: dict[str, Any] = {
-            "title": "Sign in",
+            "title": _("Sign in"),
             "client_name": name,
             "request": sealed,
             "action": SIGN_IN_PATH,
@@ -191,20 +208,23 @@ class SignInPages:
         email, password = await self._field(request, "email"), await self._field(request, "password")
         person = await anyio.to_thread.run_sync(signed_in, self.service.store, email, password)
         if person is None:
-            wrong = "The email or the password is wrong (or the account is not enrolled or is disabled)."
+            wrong = _("The email or the password is wrong (or the account is not enrolled or is disabled).")
             return _page("sign_in.html", 401, **{**values, "error": wrong, "email": email})
         return await self._signed_in_response(
             identity_of(person, self.service.settings.issuer), person.person_id, sealed
         )
 
     async def enrol(self, request: Request) -> Response:
+        _speak_to(request)
         sealed = await self._field(request, "request")
         try:
             self._pending(sealed)
         except PendingError as exc:
-            return message_page("Enrolment failed", f"This sign-in link cannot be used: {exc}.", 400)
+            return message_page(
+                _("Enrolment failed"), _("This sign-in link cannot be used: {reason}.").format(reason=exc), 400
+            )
         values: dict[str, Any] = {
-            "title": "Choose your password",
+            "title": _("Choose your password"),
             "request": sealed,
             "action": ENROL_PATH,
             "min_chars": MIN_PASSWORD_CHARS,
@@ -213,7 +233,7 @@ class SignInPages:
             return _page("enrol.html", **values)
         code, password = await self._field(request, "code"), await self._field(request, "password")
         if password != await self._field(request, "again"):
-            return _page("enrol.html", 400, **values, error="The two passwords differ.")
+            return _page("enrol.html", 400, **values, error=_("The two passwords differ."))
         try:
             person = await anyio.to_thread.run_sync(
                 lambda: enrol(self.service.store, code.strip(), password, now_ms=self.service.now_ms())
@@ -221,25 +241,30 @@ class SignInPages:
         except PeopleError as exc:
             return _page("enrol.html", 400, **values, error=f"{str(exc).capitalize()}.")
         if person is None:
-            return _page("enrol.html", 400, **values, error="This code is wrong, used or expired: ask for a new one.")
+            return _page(
+                "enrol.html", 400, **values, error=_("This code is wrong, used or expired: ask for a new one.")
+            )
         return await self._signed_in_response(
             identity_of(person, self.service.settings.issuer), person.person_id, sealed
         )
 
     async def consent(self, request: Request) -> Response:
+        _speak_to(request)
         sealed = await self._field(request, "request")
         try:
             pending = self._pending(sealed)
         except PendingError as exc:
-            return message_page("Authorization failed", f"This authorization cannot go on: {exc}.", 400)
+            return message_page(
+                _("Authorization failed"), _("This authorization cannot go on: {reason}.").format(reason=exc), 400
+            )
         session = await self._session(request)
         if session is None:
             return RedirectResponse(f"{SIGN_IN_PATH}?{urlencode({'request': sealed})}", status_code=303)
-        identity, _ = identity_from_json(session.identity)
+        identity, _person = identity_from_json(session.identity)
         try:
             access = self.service.decide(identity)
         except GrantRefused as refused:
-            return message_page("Access refused", f"{refused}.", 403)
+            return message_page(_("Access refused"), f"{refused}.", 403)
         if request.method == "GET":
             return await self._consent_form(pending, sealed, session.session_digest, identity, access)
         return await self._decision(request, pending, sealed, session)
@@ -252,7 +277,7 @@ class SignInPages:
         return _page(
             "consent.html",
             form_targets=_form_targets(pending),
-            title="Allow access?",
+            title=_("Allow access?"),
             principal=identity.principal,
             client_name=await self._client_name(pending.client_id),
             client_id=pending.client_id,
@@ -277,7 +302,9 @@ class SignInPages:
         try:
             check_csrf(self.service.key, csrf, session.session_digest, sealed, now_s=now_s)
         except PendingError:
-            return message_page("Authorization failed", "This form did not come from your sign-in: start again.", 403)
+            return message_page(
+                _("Authorization failed"), _("This form did not come from your sign-in: start again."), 403
+            )
         answer: dict[str, str] = {"iss": self.service.settings.issuer}
         if pending.state is not None:
             answer["state"] = pending.state
@@ -291,7 +318,7 @@ class SignInPages:
                     lambda: self.service.consent(pending, identity, person_id, workspace, session.upstream_token)
                 )
             except GrantRefused as refused:
-                return message_page("Access refused", f"{refused}.", 403)
+                return message_page(_("Access refused"), f"{refused}.", 403)
         separator = "&" if urlsplit(pending.redirect_uri).query else "?"
         response = RedirectResponse(pending.redirect_uri + separator + urlencode(answer), status_code=303)
         response.headers.update(_headers(_form_targets(pending)))

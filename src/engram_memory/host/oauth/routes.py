@@ -19,10 +19,13 @@ from mcp.server.auth.routes import build_metadata, cors_middleware, create_auth_
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthMetadata
 from pydantic import AnyHttpUrl
+from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram_memory.contract.tools import ALL_TOOLS
+from engram_memory.host.language.catalogue import _, speak
+from engram_memory.host.language.choice import from_accept_language
 from engram_memory.host.oauth.client_documents import is_document_id
 from engram_memory.host.oauth.pages import SignInPages, message_page
 from engram_memory.host.oauth.provider import HostAuthorizationProvider
@@ -76,19 +79,20 @@ class ReadableDocument:
             if is_document_id(client_id) and not await self._provider.revoked(client_id):
                 refusal = await self._provider.document_refusal(client_id)
                 if refusal is not None:
-                    page = message_page("Cannot sign in to this app", _document_advice(client_id, refusal), 400)
+                    speak(from_accept_language(Headers(scope=scope).get("accept-language")))
+                    page = message_page(_("Cannot sign in to this app"), _document_advice(client_id, refusal), 400)
                     await page(scope, receive, send)
                     return
         await self.app(scope, receive, send)
 
 
 def _document_advice(client_id: str, refusal: str) -> str:
-    return (
-        f"This app names itself by its metadata document, {client_id}, and {refusal}. If this server cannot"
-        ' reach it, ask the server\'s administrator to register the app for you (see "Connect a team" in the'
-        " README), then give the app that client id: for Claude Code, claude mcp add --transport http"
-        " --client-id ID --callback-port PORT."
-    )
+    return _(
+        "This app names itself by its metadata document, {client_id}, and {refusal}. If this server cannot "
+        'reach it, ask the server\'s administrator to register the app for you (see "Connect a team" in the '
+        "README), then give the app that client id: for Claude Code, claude mcp add --transport http "
+        "--client-id ID --callback-port PORT."
+    ).format(client_id=client_id, refusal=refusal)
 
 
 def _public_unless_asked(body: bytes) -> bytes:

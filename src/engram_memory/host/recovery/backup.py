@@ -28,6 +28,7 @@ from engram_memory.host.backends import store_backend
 from engram_memory.host.compose import open_vault
 from engram_memory.host.keys.files import KeyFileError, load_keyring
 from engram_memory.host.keys.recovery import create_recovery_key, load_recovery_key
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.recovery.archive import new_header, seal_archive, write_archive
 from engram_memory.host.recovery.key_section import HomeFiles, encode_section
 from engram_memory.host.recovery.manifest import (
@@ -77,9 +78,11 @@ def backup_home(paths: HostPaths, target: Path, *, clock: Clock | None = None) -
     backend = store_backend(paths)
     backend.require()
     if target.exists() or target.is_symlink():
-        raise BackupRefused(f"{target} already exists: a backup never overwrites a file, choose a new name")
+        raise BackupRefused(
+            _("{target} already exists: a backup never overwrites a file, choose a new name").format(target=target)
+        )
     if not target.parent.is_dir():
-        raise BackupRefused(f"{target.parent} is not a folder")
+        raise BackupRefused(_("{parent} is not a folder").format(parent=target.parent))
     created = create_recovery_key(paths)
     recovery, keyring, home = load_recovery_key(paths), load_keyring(paths), home_files(paths)
     now_ms = (clock or SystemClock()).now_ms()
@@ -90,7 +93,7 @@ def backup_home(paths: HostPaths, target: Path, *, clock: Clock | None = None) -
                 check_journals(queries)
             except ContractError as exc:
                 raise BackupRefused(
-                    f"{exc.code.value}: the store's journal does not verify; no backup written"
+                    _("{code}: the store's journal does not verify; no backup written").format(code=exc.code.value)
                 ) from exc
             owners = {owner.owner_id for owner in queries.tx.sealed_owners()}
         copy.strip_derived_index()
@@ -105,7 +108,7 @@ def backup_home(paths: HostPaths, target: Path, *, clock: Clock | None = None) -
         section, counts = encode_section(image, owners, keyring, recovery.data_keys_key(header.salt), home)
     except ContractError as exc:
         raise BackupRefused(
-            f"{exc.code.value}: a data key does not open with keys/kek.json; no backup written"
+            _("{code}: a data key does not open with keys/kek.json; no backup written").format(code=exc.code.value)
         ) from exc
     destroyed = {gone.owner_id for gone in image.destroyed}
     keyless = len(owners - {held.owner_id for held in image.keys} - destroyed)
@@ -140,7 +143,7 @@ def home_files(paths: HostPaths) -> HomeFiles:
             policy_toml=paths.policy.read_text(encoding="utf-8"),
         )
     except (OSError, UnicodeDecodeError) as exc:
-        raise KeyFileError("cannot read keys/secret.key, keys/host-signing.pem or policy.toml") from exc
+        raise KeyFileError(_("cannot read keys/secret.key, keys/host-signing.pem or policy.toml")) from exc
 
 
 def _vault_image(paths: HostPaths) -> tuple[VaultImage, list[str]]:

@@ -73,7 +73,7 @@ def parse_manifest(raw: bytes) -> dict[str, Any]:
         if extra:
             _ = manifest["keys"]["sha256"]
         manifest_heads(manifest)
-        _ = manifest["snapshot"]["sha256"], manifest["snapshot"]["bytes"]
+        manifest["snapshot"]["sha256"], manifest["snapshot"]["bytes"]
     except (ValueError, TypeError, KeyError) as exc:
-        raise BackupRefused("BACKUP_INVALID: the archive's manifest is not one this version reads") from exc
+        raise BackupRefused(_("BACKUP_INVALID: the archive's manifest is not one this version reads")) from exc
     return manifest

@@ -29,6 +29,7 @@ from engram_memory.host.backends import store_backend, vault_backend
 from engram_memory.host.compose import open_vault, working_engine
 from engram_memory.host.keys.files import MacKeys, backup_key, load_keyring, mac_keys_of
 from engram_memory.host.keys.recovery import RecoveryKey, RecoveryKeyError, load_recovery_key, shown_key_id
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.recovery.adoption import Adopted, adopt_home_files
 from engram_memory.host.recovery.archive import (
     LEGACY_FORMAT_VERSION,
@@ -86,14 +87,18 @@ def restore_home(
     for needed in [paths.kek_file, paths.secret_file, *vault_backend(paths).needed_files()]:
         if not needed.exists():
             raise BackupRefused(
-                f"RESTORE_REFUSED: keys/{needed.name} is missing: run 'engram-memory init' first"
-                " (on a new machine, restore into the fresh home with --recovery-key)"
+                _(
+                    "RESTORE_REFUSED: keys/{name} is missing: run 'engram-memory init' first (on a new machine, "
+                    "restore into the fresh home with --recovery-key)"
+                ).format(name=needed.name)
             )
     backend.refuse_unless_empty()
     try:
         data = source.read_bytes()
     except OSError as exc:
-        raise BackupRefused(f"BACKUP_INVALID: cannot read {source}: {exc.strerror}") from exc
+        raise BackupRefused(
+            _("BACKUP_INVALID: cannot read {source}: {strerror}").format(source=source, strerror=exc.strerror)
+        ) from exc
     try:
         header = read_header(data)
         key = _archive_key(paths, header, recovery_key)
@@ -101,7 +106,7 @@ def restore_home(
             data, lambda _header: key.archive_key(header.salt) if key else backup_key(paths, header.salt)
         )
     except ArchiveInvalid as exc:
-        raise BackupRefused(f"BACKUP_INVALID: {exc}") from exc
+        raise BackupRefused(_("BACKUP_INVALID: {exc}").format(exc=exc)) from exc
     manifest = parse_manifest(opened.manifest)
     section = _key_section(paths, opened, manifest, key)
     work = _checked_copy(opened.snapshot, manifest)
@@ -141,15 +146,19 @@ def _archive_key(paths: HostPaths, header: Header, given: RecoveryKey | None) ->
     if header.version == LEGACY_FORMAT_VERSION:
         if given is not None:
             raise BackupRefused(
-                "RESTORE_REFUSED: this archive predates recovery keys (format 1): restore it without"
-                " --recovery-key, into the home whose keys/ made it"
+                _(
+                    "RESTORE_REFUSED: this archive predates recovery keys (format 1): restore it without "
+                    "--recovery-key, into the home whose keys/ made it"
+                )
             )
         return None
     if given is None:
         try:
             given = load_recovery_key(paths)
         except RecoveryKeyError as exc:
-            raise BackupRefused(f"RESTORE_REFUSED: {exc}; or give the archive's with --recovery-key") from exc
+            raise BackupRefused(
+                _("RESTORE_REFUSED: {exc}; or give the archive's with --recovery-key").format(exc=exc)
+            ) from exc
         whose = "this home's recovery key"
     else:
         whose = "the recovery key given"
@@ -169,18 +178,18 @@ def _key_section(
         "sha256": "sha256:" + hashlib.sha256(opened.snapshot).hexdigest(),
         "bytes": len(opened.snapshot),
     }:
-        raise BackupRefused("BACKUP_INVALID: the snapshot does not match the manifest's digest")
+        raise BackupRefused(_("BACKUP_INVALID: the snapshot does not match the manifest's digest"))
     legacy = opened.header.version == LEGACY_FORMAT_VERSION
     if legacy != (manifest["format_version"] == LEGACY_MANIFEST_VERSION):
-        raise BackupRefused("BACKUP_INVALID: the archive's header and manifest are of different formats")
+        raise BackupRefused(_("BACKUP_INVALID: the archive's header and manifest are of different formats"))
     if key is None or opened.keys is None:
         return None
     if manifest["keys"]["sha256"] != "sha256:" + hashlib.sha256(opened.keys).hexdigest():
-        raise BackupRefused("BACKUP_INVALID: the key section does not match the manifest's digest")
+        raise BackupRefused(_("BACKUP_INVALID: the key section does not match the manifest's digest"))
     try:
         return decode_section(opened.keys, key.data_keys_key(opened.header.salt), load_keyring(paths))
     except ArchiveInvalid as exc:
-        raise BackupRefused(f"BACKUP_INVALID: {exc}") from exc
+        raise BackupRefused(_("BACKUP_INVALID: {exc}").format(exc=exc)) from exc
 
 
 def _settle_and_verify(
@@ -201,8 +210,10 @@ def _settle_and_verify(
     rebuilt = engine.rebuild_indexes(progress)
     if rebuilt.unopened:
         raise BackupRefused(
-            f"RESTORE_REFUSED: BLOB_MISSING: {rebuilt.unopened} bodies do not open with this home's keys"
-            " or the archive's and were not destroyed; nothing was written"
+            _(
+                "RESTORE_REFUSED: BLOB_MISSING: {unopened} bodies do not open with this home's keys or the archive's "
+                "and were not destroyed; nothing was written"
+            ).format(unopened=rebuilt.unopened)
         )
     verified = engine.verify(full=True)
     if verified.first is not None:
@@ -215,21 +226,27 @@ def _checked_copy(snapshot: bytes, manifest: dict[str, Any]) -> SQLiteStore:
     try:
         work = SQLiteStore(IN_MEMORY, image=snapshot, run_migrations=False)
     except ContractError as exc:
-        raise BackupRefused("BACKUP_INVALID: the snapshot is not a readable store") from exc
+        raise BackupRefused(_("BACKUP_INVALID: the snapshot is not a readable store")) from exc
     try:
         with work.inspect() as queries:
             if not queries.integrity_ok():
-                raise BackupRefused("BACKUP_INVALID: the snapshot fails SQLite's integrity check")
+                raise BackupRefused(_("BACKUP_INVALID: the snapshot fails SQLite's integrity check"))
             facts = store_facts(queries)
             for section in CHECKED_SECTIONS:
                 if facts[section] != manifest[section]:
-                    raise BackupRefused(f"BACKUP_INVALID: the snapshot's {section} does not match the manifest")
+                    raise BackupRefused(
+                        _("BACKUP_INVALID: the snapshot's {section} does not match the manifest").format(
+                            section=section
+                        )
+                    )
         # The chains themselves are walked once, by _verify, after the restore's own events are added.
         work.strip_derived_index()  # an archive never carries it; a crafted one must not either
         try:
             work.apply_migrations()
         except ContractError as exc:
-            raise BackupRefused(f"RESTORE_REFUSED: {exc.code.value}: the archive's schema ledger") from exc
+            raise BackupRefused(
+                _("RESTORE_REFUSED: {code}: the archive's schema ledger").format(code=exc.code.value)
+            ) from exc
     except BaseException:
         work.close()
         raise
@@ -276,4 +293,4 @@ def _check_head(scope: Scope, events: list[JournalEvent], cursor: int, head: str
 
 
 def _refuse(reason: str) -> NoReturn:
-    raise BackupRefused(f"RESTORE_REFUSED: {reason}; nothing was written")
+    raise BackupRefused(_("RESTORE_REFUSED: {reason}; nothing was written").format(reason=reason))

@@ -6,6 +6,7 @@ so any number of them can serve one store behind a load balancer.
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import math
@@ -26,6 +27,7 @@ from starlette.routing import BaseRoute
 from engram_memory.contract.binding import Binding
 from engram_memory.engine.engine import AnswersCalls, Engine
 from engram_memory.host.bindings import BindingError, verify_binding
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.serve.http_guard import ConnectionGuard, GuardSettings, descriptor_budget, guarded_protocol
 from engram_memory.host.serve.observability import AccessLog, Metrics, health_routes
 from engram_memory.host.serve.stdio import housekeeping_loop
@@ -57,8 +59,10 @@ def refuse_unsafe_address(host: str, allow_remote: bool) -> None:
     """Bearer tokens travel in every request: over plain HTTP they must not leave the machine unasked."""
     if not is_loopback(host) and not allow_remote:
         raise ListenError(
-            f"refusing to listen on {host}: bearer tokens would cross the network in plain HTTP; terminate TLS "
-            "in front of this server and pass --allow-remote"
+            _(
+                "refusing to listen on {host}: bearer tokens would cross the network in plain HTTP; terminate TLS in "
+                "front of this server and pass --allow-remote"
+            ).format(host=host)
         )
 
 
@@ -68,8 +72,17 @@ def listen(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
     except (OSError, OverflowError) as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+            raise ListenError(
+                _(
+                    "cannot listen on {host}:{port}: another program already uses that port (perhaps another "
+                    "engram-memory serve or console); choose a free one with --port, or --port 0 for any"
+                ).format(host=host, port=port)
+            ) from exc
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ListenError(f"cannot listen on {host}:{port}: {reason}") from exc
+        raise ListenError(
+            _("cannot listen on {host}:{port}: {reason}").format(host=host, port=port, reason=reason)
+        ) from exc
 
 
 # Bearer tokens whose verdict a server keeps: an agent sends the same token with every call.
@@ -186,7 +199,11 @@ def serve_http(
             try:
                 served_on = metrics.serve(metrics_port)
             except OSError as exc:
-                raise ListenError(f"cannot serve metrics on 127.0.0.1:{metrics_port}: {exc.strerror or exc}") from exc
+                raise ListenError(
+                    _("cannot serve metrics on 127.0.0.1:{metrics_port}: {reason}").format(
+                        metrics_port=metrics_port, reason=exc.strerror or exc
+                    )
+                ) from exc
             logger.info("serving Prometheus metrics at http://127.0.0.1:%d/metrics", served_on)
         guard = ConnectionGuard(replace(settings, max_connections=descriptor_budget(settings.max_connections)))
         config = uvicorn.Config(

@@ -18,6 +18,7 @@ from engram_memory.host.access.rules import AccessRules
 from engram_memory.host.access.rules_file import AccessRulesError, read_access_rules
 from engram_memory.host.compose import open_vault
 from engram_memory.host.keys.files import load_signing_key, upstream_token_key
+from engram_memory.host.language.catalogue import _
 from engram_memory.host.oauth.resource_server import MAX_REMEMBERED, ExternalTokens, TrustError, discover
 from engram_memory.host.oauth.routes import authorization_routes
 from engram_memory.host.oauth.sealed_tokens import TokenSeal
@@ -36,9 +37,9 @@ def public_url_of(text: str) -> str:
     """The issuer: https://host[:port] (http only on a loopback host), no path, query or fragment."""
     parts = urlsplit(text.strip())
     if not https_or_loopback(text.strip()):
-        raise SignInSetupError("--public-url must be https:// (http:// only for a loopback address)")
+        raise SignInSetupError(_("--public-url must be https:// (http:// only for a loopback address)"))
     if not parts.hostname or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
-        raise SignInSetupError("--public-url is the server's origin only, e.g. https://memory.example.com")
+        raise SignInSetupError(_("--public-url is the server's origin only, e.g. https://memory.example.com"))
     return f"{parts.scheme}://{parts.netloc}"
 
 
@@ -74,7 +75,9 @@ def _rules_of(paths: HostPaths) -> Callable[[], AccessRules]:
     try:
         if read_access_rules(paths.access) is None:
             raise SignInSetupError(
-                f"sign-in needs access rules: {paths.access} does not exist (engram-memory access example)"
+                _("sign-in needs access rules: {access} does not exist (engram-memory access example)").format(
+                    access=paths.access
+                )
             )
     except AccessRulesError as exc:
         raise SignInSetupError(str(exc)) from exc
