@@ -46,7 +46,7 @@ def _run(home: HostPaths, workspace: str, scenario: Callable[[Client], Awaitable
 TEXTS = {
     "en": "Release trains leave every second Tuesday; hotfixes need a reviewer.",
     "ko": "배포 열차는 격주 화요일에 출발하며 핫픽스는 리뷰어 승인이 필요하다.",
-    "zh": "发布列车每隔一个星期二出发，热修复需要评审者批准。",  # noqa: RUF001 - Chinese punctuation
+    "zh": "发布列车每隔一个星期二出发，热修复需要评审者批准。",
     "ja": "リリース列車は隔週火曜日に出発し、ホットフィックスにはレビュアーの承認が必要です。",
 }
 

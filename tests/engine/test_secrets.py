@@ -158,8 +158,8 @@ POSITIVES: list[tuple[str, str]] = [
     ("password_assignment", "username = ops, " + noise(70, 12) + "#"),
     ("password_assignment", "서버 비밀번호는 " + PASSWORD + " 입니다"),
     ("password_assignment", "관리자 계정 암호: " + noise(71, 10) + "!"),
-    ("password_assignment", "测试环境的密码是" + PASSWORD + "，请勿外传"),  # noqa: RUF001 - Chinese punctuation
-    ("password_assignment", "資料庫密碼：" + noise(72, 12) + "@"),  # noqa: RUF001 - Chinese punctuation
+    ("password_assignment", "测试环境的密码是" + PASSWORD + "，请勿外传"),
+    ("password_assignment", "資料庫密碼：" + noise(72, 12) + "@"),
     ("password_assignment", "本番のパスワードは" + PASSWORD + "です"),
     ("password_assignment", "pwd: " + PASSWORD),
     ("password_assignment", "WiFi password: BlueHeron2024"),

@@ -63,7 +63,7 @@ def test_a_search_answer_costs_no_more_than_its_ceiling_beyond_the_memory_texts(
     texts = [
         f"The {word} {train} release train leaves every second Tuesday; hotfixes ride along only with a reviewer.",
         f"{word} 배포는 격주 화요일에 진행하며 핫픽스는 리뷰어 승인 후에만 포함한다.",
-        f"{word} 的发布列车每隔一个星期二出发，热修复须经评审者批准才能搭车。",  # noqa: RUF001 - Chinese punctuation
+        f"{word} 的发布列车每隔一个星期二出发，热修复须经评审者批准才能搭车。",
         f"{word} のリリースは隔週火曜日で、ホットフィックスはレビュアーの承認が必要です。",
     ]
     texts += [f"{word} note {n}: the staging database is refreshed from a masked snapshot." for n in range(6)]

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001 - Chinese and Japanese text carries full-width punctuation on purpose
 """A labelled corpus for the secret detector: synthetic secrets of every SPEC §10 kind, and look-alikes.
 
 Every text is generated from templates and seeded random values, so nothing real is ever stored and

@@ -69,11 +69,11 @@ def template() -> Catalog:
         *_template_messages(),
         *_help_messages(),
     )
-    for message, where in sources:
-        if isinstance(message, tuple):
-            message = tuple(part for part in message if part)
-            if len(message) == 1:
-                message = message[0]
+    for found, where in sources:
+        message: str | tuple[str, ...] = found
+        if isinstance(found, tuple):
+            parts = tuple(part for part in found if part)
+            message = parts[0] if len(parts) == 1 else parts
         if not message:
             continue
         known = catalog.get(message if isinstance(message, str) else message[0])

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001 - Chinese and Japanese text carries full-width punctuation on purpose
 """The agent guide as an MCP prompt (`memory_guide`): when to remember, search first, admission is asked
 for, never secrets. In the four languages the server searches; a client shows it to its user or puts it
 in the model's context on request, so it costs no tokens on turns that do not ask for it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engram_memory.host.language.catalogue import speaking
 from engram_memory.host.language.choice import (
     Language,
     from_accept_language,
@@ -12,7 +13,6 @@ from engram_memory.host.language.choice import (
     requested,
 )
 from engram_memory.host.language.formats import number, when
-from engram_memory.host.language.catalogue import speaking
 
 
 @pytest.mark.parametrize(

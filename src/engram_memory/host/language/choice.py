@@ -43,7 +43,7 @@ def from_tag(tag: str) -> Language | None:
     if not name or name in ("C", "POSIX", "*"):
         return None
     try:
-        _language, territory, script, _variant = parse_locale(name)
+        _language, territory, script, *_rest = parse_locale(name)
         locale = Locale.parse(name)  # fills in the script a bare territory implies (zh_TW: Hant)
     except (UnknownLocaleError, ValueError, TypeError):
         return None
