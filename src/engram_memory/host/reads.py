@@ -22,6 +22,18 @@ HOST_READ_AGENT = "engram-memory-cli"
 HOST_READ_PURPOSE = "purpose:host-read"
 
 
+# Whose calls an audit view shows: the agents' (under a binding), the host's own reads, or every one.
+CALLERS = ("agents", "host", "all")
+
+
+def caller_matches(token_id: str | None, caller: str) -> bool:
+    if caller == "agents":
+        return token_id != HOST_READ_TOKEN_ID
+    if caller == "host":
+        return token_id == HOST_READ_TOKEN_ID
+    return True
+
+
 class HostReadRefused(Exception):
     """The read was answered with an error code (the record is gone, the scope is stale…): one line."""
 

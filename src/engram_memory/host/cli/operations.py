@@ -42,6 +42,7 @@ from engram_memory.host.language.catalogue import _
 from engram_memory.host.language.formats import number, when
 from engram_memory.host.language.words import label
 from engram_memory.host.operations_stats import StoreStats, gather_stats
+from engram_memory.host.reads import CALLERS, caller_matches
 from engram_memory.host.terminal import json_text
 
 InstantOption = Annotated[str | None, typer.Option(help=f"{INSTANT_FORMS[0].upper()}{INSTANT_FORMS[1:]}.")]
@@ -277,12 +278,13 @@ def audit_line(row: AuditRow) -> str:
     return json_text(entry, separators=(",", ":"))
 
 
-def _write_audit(engine: Engine, since_ms: int | None, until_ms: int | None, sink: IO[str]) -> int:
+def _write_audit(engine: Engine, since_ms: int | None, until_ms: int | None, caller: str, sink: IO[str]) -> int:
     written = 0
     with engine.audit_rows(since_ms, until_ms) as rows:
         for row in rows:
-            sink.write(audit_line(row) + "\n")
-            written += 1
+            if caller_matches(row.token_id, caller):
+                sink.write(audit_line(row) + "\n")
+                written += 1
     return written
 
 
@@ -290,16 +292,26 @@ def audit_export(
     since: InstantOption = None,
     until: InstantOption = None,
     output: Annotated[Path | None, typer.Option("--output", help="Write to FILE (0600) instead of stdout.")] = None,
+    caller: Annotated[
+        str,
+        typer.Option(
+            "--caller",
+            metavar="WHOSE",
+            help="agents (calls under a binding), host (the host's own reads: export, search, record pages) or all.",
+        ),
+    ] = "all",
     home: HomeOption = None,
 ) -> None:
     """The audit log as JSON lines, in audit order; --since is inclusive, --until exclusive."""
+    if caller not in CALLERS:
+        fail(_("--caller takes one of {choices}").format(choices=", ".join(CALLERS)))
     since_ms, until_ms = host_instant("--since", since), host_instant("--until", until)
     if since_ms is not None and until_ms is not None and until_ms <= since_ms:
         fail(_("--until must be later than --since"))
     with opened_engine(home) as (engine, _paths), _store_faults():
         if output is None:
             try:
-                _write_audit(engine, since_ms, until_ms, sys.stdout)
+                _write_audit(engine, since_ms, until_ms, caller, sys.stdout)
                 sys.stdout.flush()
             except BrokenPipeError:
                 # The reader stopped early (`| head`): end quietly, and keep the interpreter from
@@ -313,7 +325,7 @@ def audit_export(
             # Written beside the target and renamed into place: a failed export never leaves half a file.
             handle, scratch = tempfile.mkstemp(prefix=".audit-", dir=target.parent)
             with os.fdopen(handle, "w", encoding="utf-8") as sink:
-                written = _write_audit(engine, since_ms, until_ms, sink)
+                written = _write_audit(engine, since_ms, until_ms, caller, sink)
             Path(scratch).replace(target)
         except OSError as exc:
             fail(_("cannot write {target}: {reason}").format(target=target, reason=exc.strerror or type(exc).__name__))

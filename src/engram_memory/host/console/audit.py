@@ -18,13 +18,13 @@ from engram_memory.engine.ports.store import AuditRow
 from engram_memory.host.console.context import console_of
 from engram_memory.host.console.views import render
 from engram_memory.host.language.catalogue import N_, _
-from engram_memory.host.reads import HOST_READ_TOKEN_ID
+from engram_memory.host.reads import CALLERS, caller_matches
 
 SHOWN = 200
 FILTERS = ("since", "until", "tool", "outcome", "token_id", "caller")
 # Whose calls the log shows: the agents' by default, so the host's own reads (export, search, record
 # pages) do not bury them.
-CALLERS = (("agents", N_("agents")), ("host", N_("the host's own reads")), ("all", N_("everyone")))
+CALLER_NAMES = (("agents", N_("agents")), ("host", N_("the host's own reads")), ("all", N_("everyone")))
 
 
 def instant_of(text: str) -> int | None:
@@ -41,18 +41,9 @@ def instant_of(text: str) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def caller_matches(row: AuditRow, caller: str) -> bool:
-    """`agents`: calls under a binding; `host`: the host's own reads; anything else: every row."""
-    if caller == "agents":
-        return row.token_id != HOST_READ_TOKEN_ID
-    if caller == "host":
-        return row.token_id == HOST_READ_TOKEN_ID
-    return True
-
-
 def _matches(row: AuditRow, tool: str | None, outcome: str | None, token_id: str | None, caller: str) -> bool:
     return (
-        caller_matches(row, caller)
+        caller_matches(row.token_id, caller)
         and (tool is None or row.tool == tool)
         and (outcome is None or row.outcome == outcome or (outcome == "refused" and row.outcome != "ok"))
         and (token_id is None or row.token_id == token_id)
@@ -61,7 +52,7 @@ def _matches(row: AuditRow, tool: str | None, outcome: str | None, token_id: str
 
 def audit_page(request: Request) -> Response:
     chosen = {name: request.query_params.get(name, "").strip()[:128] for name in FILTERS}
-    if chosen["caller"] not in {key for key, _name in CALLERS}:
+    if chosen["caller"] not in CALLERS:
         chosen["caller"] = "agents"
     since = instant_of(chosen["since"]) if chosen["since"] else None
     until = instant_of(chosen["until"]) if chosen["until"] else None
@@ -88,7 +79,7 @@ def audit_page(request: Request) -> Response:
         matched=matched,
         chosen=chosen,
         tools=[tool.value for tool in Tool],
-        callers=CALLERS,
+        callers=CALLER_NAMES,
         notice=notice,
         active="audit",
     )
