@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import typer.main
 
+from engram_memory.host.cli.app import app
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli, cli_process
 from tests.support.homes import bind, engine_for
@@ -44,9 +46,7 @@ def taken_port() -> Iterator[int]:
 
 
 def _default_port(*command: str) -> int:
-    from engram_memory.host.cli.app import app  # the tree Typer builds, as --help shows it
-    import typer.main
-
+    """The default the command tree declares, as --help shows it."""
     group: Any = typer.main.get_command(app)
     for name in command:
         group = group.commands[name]
