@@ -22,7 +22,7 @@ def test_the_browsers_accept_language_chooses_the_pages_language(signed_in: Site
     korean = _page(signed_in, "/queue", "ko-KR,ko;q=0.9,en;q=0.5")
     assert '<html lang="ko">' in korean and "<h1>검토 대기열</h1>" in korean and "로그아웃" in korean
     traditional = _page(signed_in, "/health", "zh-TW,zh;q=0.9")
-    assert '<html lang="zh-Hant">' in traditional and "<h1>健康</h1>" in traditional
+    assert '<html lang="zh-Hant">' in traditional and "<h1>健康狀況</h1>" in traditional
     simplified = _page(signed_in, "/records", "zh-CN")
     assert '<html lang="zh-Hans">' in simplified and "<h1>记录</h1>" in simplified
     japanese = _page(signed_in, "/audit", "ja")
