@@ -5,6 +5,7 @@ in), the HTTP ones reach a running `serve --http` with their header."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from tests.support.client_snippets import http_endpoint, stdio_launch, tools_and
 from tests.support.homes import bind
 from tests.support.http_agents import HttpAgent, HttpServer
 from tests.support.payloads import PURPOSE
+from tests.support.tokens import NODE_TOOLS
 
 pytestmark = pytest.mark.stdio
 
@@ -58,3 +60,45 @@ def test_each_http_snippet_of_the_readme_reaches_serve_http(sqlite_paths: HostPa
             assert url == "http://127.0.0.1:8765/mcp"
             with HttpAgent(server.url, None, headers=headers) as agent:  # the port the test server got
                 assert len(agent.list_tools()) == 6, client
+
+
+CLAUDE = NODE_TOOLS / "node_modules" / ".bin" / "claude"
+QUIET = {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+
+def test_the_claude_code_snippet_works_in_a_fresh_shell_once_installed_as_a_tool(tmp_path: Path) -> None:
+    """`pipx install` and `uv tool install` (the README's way) put the command in a virtual environment of
+    its own and link it into ~/.local/bin, which a login shell has on its PATH. That layout is made here
+    with this installation's command (installing from the registry is not a test's business): a new HOME
+    whose ~/.local/bin links to it, and a shell given nothing but that HOME and a PATH of ~/.local/bin and
+    the system's folders. In it, exactly what the README says: init, bind, the Claude Code snippet; then
+    Claude Code itself (tests/node) starts the server and reports it connected."""
+    home = tmp_path / "person"
+    tools = home / ".local" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "engram-memory").symlink_to(server_command()[0])
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {"HOME": str(home), "PATH": f"{tools}:{CLAUDE.parent}:/usr/bin:/bin", **QUIET}
+
+    def shell(line: str) -> str:
+        done = subprocess.run(
+            ["/bin/bash", "--noprofile", "--norc", "-c", line],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    shell("engram-memory init")
+    token = shell(
+        "engram-memory bind --tenant acme --workspace platform --principal alice@acme --agent claude-code"
+        " --session laptop --purpose purpose:platform-notes --all-tools --expires-in 30d"
+    ).strip()
+    shell(_filled(_snippets()["claude-code", "stdio"], token))
+    listed = shell("claude mcp list")
+    assert "engram-memory: engram-memory serve - ✔ Connected" in listed, listed
