@@ -21,7 +21,8 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.engine.engine import Engine
 from engram_memory.engine.recall.reindex import IndexStatus, ReindexProgress
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, opened_engine, out, say
-from engram_memory.host.language.catalogue import N_, _
+from engram_memory.host.language.catalogue import N_, _, speaking
+from engram_memory.host.language.choice import DEFAULT
 from engram_memory.host.language.formats import number
 
 _PHASES = {"lexical": N_("re-tokenizing memories"), "semantic": N_("embedding memories")}
@@ -69,8 +70,9 @@ def serve_reindex(engine: Engine, log: Callable[[str], None]) -> None:
     status = engine.index_status()
     embed = status.unembedded >= SERVE_EMBEDS_FROM
     if status.stale_scopes or embed:
-        log(_("before serving: {work}").format(work=describe(status, embed=embed)))
-        engine.reindex(percent_lines(log), embed=embed)
+        with speaking(DEFAULT):  # serve's log lines stay in English, whatever the operator's locale
+            log(_("before serving: {work}").format(work=describe(status, embed=embed)))
+            engine.reindex(percent_lines(log), embed=embed)
 
 
 def percent_lines(line: Callable[[str], None]) -> Callable[[ReindexProgress], None]:
