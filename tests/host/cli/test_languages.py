@@ -11,6 +11,7 @@ import pytest
 
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import assert_one_line_failure, cli, cli_process
+from tests.support.agents import StdioAgent, refusal_message
 from tests.support.homes import make_home
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -131,3 +132,15 @@ def test_the_english_sentence_detector_sees_english() -> None:
     assert english_lines(
         "  --home  The host's home folder, for the subcommand.\n  --json  기계가 읽을 수 있는 출력."
     ) == ["  --home  The host's home folder, for the subcommand."]
+
+
+@pytest.mark.stdio
+def test_what_a_client_reads_stays_in_english_whatever_the_hosts_locale(sqlite_paths: HostPaths) -> None:
+    """A refused stdio connection's reason reaches the agent's client: it is the contract's English."""
+    korean = {"LANG": "ko_KR.UTF-8"}
+    message = refusal_message(lambda: StdioAgent(sqlite_paths.home, None, extra_env=korean))
+    assert message == (
+        "Trusted invocation context unavailable: no binding given (--binding, --binding-file or ENGRAM_BINDING)"
+    )
+    forged = refusal_message(lambda: StdioAgent(sqlite_paths.home, "eyJ.eyJ.sig", extra_env=korean))
+    assert forged.startswith("Trusted invocation context unavailable: the binding") and not HANGUL.search(forged)

@@ -16,7 +16,8 @@ from engram_memory.host.cli import reindex as cli_index
 from engram_memory.host.cli.common import HomeOption, fail
 from engram_memory.host.compose import HomeError, serving_engines, verify_token
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
-from engram_memory.host.language.catalogue import _, ngettext
+from engram_memory.host.language.catalogue import _, ngettext, speaking
+from engram_memory.host.language.choice import DEFAULT
 from engram_memory.host.serve.http_guard import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, MAX_CONNECTIONS, GuardSettings
 from engram_memory.host.serve.logs import FORMATS, LEVELS, configure
 from engram_memory.host.settings import (
@@ -239,16 +240,19 @@ def serve(
                         owners=serving.owners,
                     )
                 return
-            source = StdioBinding(
-                lambda token: verify_token(paths, token),
-                owner.binding_unusable,
-                token=None if binding_path is not None else binding_from_environment(binding),
-                path=binding_path,
-            )
-            line, warning = source.describe()
-            (log.warning if warning else log.info)(line)
-            server = build_server(agents, lambda _ctx: source.binding())
-            anyio.run(serve_with_housekeeping, server, serving.owners, housekeeping_every, source.refusal)
+            # From here on the words are a client's (why a binding is refused) and the log's: the contract's
+            # English, whatever language the person who started the server reads.
+            with speaking(DEFAULT):
+                source = StdioBinding(
+                    lambda token: verify_token(paths, token),
+                    owner.binding_unusable,
+                    token=None if binding_path is not None else binding_from_environment(binding),
+                    path=binding_path,
+                )
+                line, warning = source.describe()
+                (log.warning if warning else log.info)(line)
+                server = build_server(agents, lambda _ctx: source.binding())
+                anyio.run(serve_with_housekeeping, server, serving.owners, housekeeping_every, source.refusal)
     except (ListenError, SignInSetupError) as exc:
         fail(str(exc))
     except (HomeError, KeyFileError) as exc:
