@@ -143,6 +143,12 @@ def test_every_console_page_speaks_the_language_chosen(
         ):
             tour.open(path)
             tour.check(name)
+        tour.open("/confirmations")
+        first = browser.find_element(By.CSS_SELECTOR, ".ttl").text
+        # The page's script counts the time down every second, in the page's words.
+        WebDriverWait(browser, WAIT_S).until(lambda b: b.find_element(By.CSS_SELECTOR, ".ttl").text != first)
+        counted = browser.find_element(By.CSS_SELECTOR, ".ttl").text
+        assert SCRIPTS[language].search(counted) and "left" not in counted, counted
         tour.open(f"/records/{accepted[0]}")
         Select(browser.find_element(By.ID, "m-operation")).select_by_value("dispute")
         browser.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()

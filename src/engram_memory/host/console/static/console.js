@@ -23,7 +23,9 @@
   function countdown() {
     document.querySelectorAll("[data-expires-at]").forEach(function (span) {
       var left = Math.max(0, Math.floor((Number(span.getAttribute("data-expires-at")) - Date.now()) / 1000));
-      span.textContent = Math.floor(left / 60) + " min " + (left % 60) + " s left";
+      // The words come from the page, in its language: "{m} min {s} s left" or its translation.
+      var format = span.getAttribute("data-format") || "{m} min {s} s left";
+      span.textContent = format.replace("{m}", String(Math.floor(left / 60))).replace("{s}", String(left % 60));
     });
   }
   function start() {
