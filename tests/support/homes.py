@@ -26,6 +26,7 @@ from engram_memory.host.bindings import issue_binding
 from engram_memory.host.compose import init_home, open_engine, open_store
 from engram_memory.host.keys.files import create_key_files, load_signing_key
 from engram_memory.host.settings import HostPaths
+from tests.support.inprocess import InProcessAgent
 from tests.support.payloads import PURPOSE
 from tests.support.postgres import PostgresCluster, home_databases, make_postgres_home
 
@@ -131,3 +132,10 @@ def journal_of(paths: HostPaths, scope: Scope) -> tuple[list[JournalEvent], Scop
             return list(tx.events(scope)), tx.head(scope)
     finally:
         store.close()
+
+
+def remember(paths: HostPaths, *texts: str, workspace: str = "workspace-1") -> list[str]:
+    """Records of the workspace, each captured and admitted by its agent in process; their ids."""
+    with engine_for(paths) as engine:
+        agent = InProcessAgent(engine, bind(paths, workspace=workspace).binding)
+        return [agent.remember(text) for text in texts]

@@ -13,8 +13,7 @@ from engram_memory import __version__
 from engram_memory.contract.instants import parse_instant
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli
-from tests.support.homes import bind, engine_for, make_home
-from tests.support.inprocess import InProcessAgent
+from tests.support.homes import make_home, remember
 
 ERROR = "engram-memory: error: "
 
@@ -23,12 +22,6 @@ def _ok(done: Done) -> str:
     assert "Traceback" not in done.stderr, done.stderr
     assert done.code == 0, done
     return done.stdout
-
-
-def _remember(paths: HostPaths, *texts: str) -> list[str]:
-    with engine_for(paths) as engine:
-        agent = InProcessAgent(engine, bind(paths).binding)
-        return [agent.remember(text) for text in texts]
 
 
 def _audit(*args: str | Path) -> list[dict[str, Any]]:
@@ -41,7 +34,7 @@ def test_version_prints_the_installed_version_and_needs_no_home(tmp_path: Path) 
 
 
 def test_home_before_the_subcommand_is_the_subcommands_home(sqlite_paths: HostPaths, tmp_path: Path) -> None:
-    (record_id,) = _remember(sqlite_paths, "The tern relay restarts nightly.")
+    (record_id,) = remember(sqlite_paths, "The tern relay restarts nightly.")
     before = json.loads(_ok(cli("--home", sqlite_paths.home, "records", "list", "--json")))
     assert [item["record_id"] for item in before] == [record_id]
     # The flag beats ENGRAM_HOME; a --home after the subcommand beats the one before it.
@@ -55,7 +48,7 @@ def test_home_before_the_subcommand_is_the_subcommands_home(sqlite_paths: HostPa
 
 
 def test_audit_export_takes_dates_and_iso_instants(sqlite_paths: HostPaths) -> None:
-    _remember(sqlite_paths, "The heron queue drains at noon.")
+    remember(sqlite_paths, "The heron queue drains at noon.")
     home = ("--home", str(sqlite_paths.home))
     every = _audit(*home)
     assert len(every) == 2
@@ -85,7 +78,7 @@ def test_serve_refuses_http_options_without_http(sqlite_paths: HostPaths) -> Non
 
 
 def test_records_list_says_when_it_stopped_at_its_limit(sqlite_paths: HostPaths) -> None:
-    ids = _remember(sqlite_paths, "First note of three.", "Second note of three.", "Third note of three.")
+    ids = remember(sqlite_paths, "First note of three.", "Second note of three.", "Third note of three.")
     cut = cli("records", "list", "--limit", "2", "--json", "--home", sqlite_paths.home)
     assert [item["record_id"] for item in json.loads(_ok(cut))] == ids[:2]
     assert cut.stderr == "engram-memory: showing the first 2 records; more exist (raise --limit to see them)\n"
@@ -96,7 +89,7 @@ def test_records_list_says_when_it_stopped_at_its_limit(sqlite_paths: HostPaths)
 
 
 def test_records_show_gives_instants_not_epoch_milliseconds(sqlite_paths: HostPaths) -> None:
-    (record_id,) = _remember(sqlite_paths, "The plover index rebuilds weekly.")
+    (record_id,) = remember(sqlite_paths, "The plover index rebuilds weekly.")
     shown = json.loads(_ok(cli("records", "show", record_id, "--json", "--home", sqlite_paths.home)))
     for name in ("captured_at", "admitted_at", "valid_from"):
         assert parse_instant(shown[name]) is not None, (name, shown[name])

@@ -18,7 +18,7 @@ from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli
 from tests.support.clocks import ManualClock
 from tests.support.engines import steered_engine
-from tests.support.homes import bind, engine_for
+from tests.support.homes import bind, remember
 from tests.support.inprocess import InProcessAgent
 
 RECORD_KEYS = {
@@ -60,12 +60,6 @@ def home(paths: HostPaths) -> HostPaths:
     return paths
 
 
-def _remember(paths: HostPaths, *texts: str, workspace: str = "workspace-1") -> list[str]:
-    with engine_for(paths) as engine:
-        agent = InProcessAgent(engine, bind(paths, workspace=workspace).binding)
-        return [agent.remember(text) for text in texts]
-
-
 def _ok(done: Done) -> str:
     assert "Traceback" not in done.stderr, done.stderr
     assert done.code == 0, done
@@ -81,8 +75,8 @@ def _records(paths: HostPaths, *args: str) -> Any:
 
 
 def test_list_json_gives_metadata_and_never_text(home: HostPaths) -> None:
-    old, new = _remember(home, *TEXTS)
-    (elsewhere,) = _remember(home, "A record in the second workspace.", workspace="workspace-2")
+    old, new = remember(home, *TEXTS)
+    (elsewhere,) = remember(home, "A record in the second workspace.", workspace="workspace-2")
     listed = _json("records", "list", "--home", home.home)
     assert [item["record_id"] for item in listed] == [old, new, elsewhere]
     assert all(set(item) == RECORD_KEYS for item in listed)
@@ -97,14 +91,14 @@ def test_list_json_gives_metadata_and_never_text(home: HostPaths) -> None:
 
 def test_list_for_people_shows_whole_ids(home: HostPaths) -> None:
     assert _ok(cli("records", "list", "--home", home.home)).strip() == "no records"
-    ids = _remember(home, *TEXTS)
+    ids = remember(home, *TEXTS)
     shown = _ok(cli("records", "list", "--home", home.home))
     assert all(record_id in shown for record_id in ids)
     assert "kestrel" not in shown
 
 
 def test_supersede_then_rewind_swaps_and_show_tells_the_history(home: HostPaths) -> None:
-    old, new = _remember(home, *TEXTS)
+    old, new = remember(home, *TEXTS)
     superseded = _records(home, "supersede", old, "--by", new, "--reason", "ticket:42")
     assert (superseded["record_id"], superseded["operation"]) == (old, "supersede")
     assert (superseded["from_state"], superseded["to_state"]) == ("accepted_current", "historical")
@@ -132,7 +126,7 @@ def test_supersede_then_rewind_swaps_and_show_tells_the_history(home: HostPaths)
 
 
 def test_every_transition_answers_with_its_json_shape(home: HostPaths) -> None:
-    record_id, other = _remember(home, *TEXTS)
+    record_id, other = remember(home, *TEXTS)
     steps: list[tuple[list[str], str, str]] = [
         (["dispute", record_id], "accepted_current", "accepted_disputed"),
         (["resolve", record_id, "--to", "current"], "accepted_disputed", "accepted_current"),
@@ -153,7 +147,7 @@ def test_every_transition_answers_with_its_json_shape(home: HostPaths) -> None:
 
 
 def test_tombstone_needs_yes_and_then_erases(home: HostPaths) -> None:
-    (record_id,) = _remember(home, "The plover queue holds customer escalations.")
+    (record_id,) = remember(home, "The plover queue holds customer escalations.")
     line = assert_one_line_failure(cli("records", "tombstone", record_id, "--home", home.home))
     assert "--yes" in line
     assert _records(home, "show", record_id)["state"] == "accepted_current"
@@ -166,7 +160,7 @@ def test_tombstone_needs_yes_and_then_erases(home: HostPaths) -> None:
 
 
 def test_transition_for_people_is_one_line_per_state_change(home: HostPaths) -> None:
-    old, new = _remember(home, *TEXTS)
+    old, new = remember(home, *TEXTS)
     _ok(cli("records", "supersede", old, "--by", new, "--home", home.home))
     lines = _ok(cli("records", "rewind", old, "--home", home.home)).splitlines()
     assert len(lines) == 2
@@ -190,7 +184,7 @@ def test_transition_for_people_is_one_line_per_state_change(home: HostPaths) -> 
     ],
 )
 def test_failures_are_one_line_and_change_nothing(home: HostPaths, args: list[str], expected: str) -> None:
-    current, tombstoned = _remember(home, *TEXTS)
+    current, tombstoned = remember(home, *TEXTS)
     _records(home, "tombstone", tombstoned, "--yes")
     before = _json("records", "list", "--home", home.home)
     filled = [arg.format(current=current, tombstoned=tombstoned) for arg in args]

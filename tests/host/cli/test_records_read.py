@@ -8,8 +8,7 @@ from typing import Any
 from engram_memory.host.compose import current_user
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli
-from tests.support.homes import bind, engine_for
-from tests.support.inprocess import InProcessAgent
+from tests.support.homes import remember
 
 ERROR = "engram-memory: error: "
 
@@ -20,18 +19,12 @@ def _ok(done: Done) -> str:
     return done.stdout
 
 
-def _remember(paths: HostPaths, *texts: str, workspace: str = "workspace-1") -> list[str]:
-    with engine_for(paths) as engine:
-        agent = InProcessAgent(engine, bind(paths, workspace=workspace).binding)
-        return [agent.remember(text) for text in texts]
-
-
 def _audit(paths: HostPaths) -> list[dict[str, Any]]:
     return [json.loads(line) for line in _ok(cli("audit", "export", "--home", paths.home)).splitlines()]
 
 
 def test_show_text_gives_the_records_words_and_citations_and_is_audited(paths: HostPaths) -> None:
-    (record_id,) = _remember(paths, "The kestrel gateway drains before deploys.")
+    (record_id,) = remember(paths, "The kestrel gateway drains before deploys.")
     plain = _ok(cli("records", "show", record_id, "--home", paths.home))
     assert "kestrel" not in plain  # metadata only unless asked
     shown = json.loads(_ok(cli("records", "show", record_id, "--text", "--json", "--home", paths.home)))
@@ -49,15 +42,15 @@ def test_show_text_gives_the_records_words_and_citations_and_is_audited(paths: H
 
 
 def test_show_text_of_a_record_no_longer_current_fails_in_one_line(paths: HostPaths) -> None:
-    (record_id,) = _remember(paths, "The heron index is rebuilt weekly.")
+    (record_id,) = remember(paths, "The heron index is rebuilt weekly.")
     _ok(cli("records", "expire", record_id, "--home", paths.home))
     line = assert_one_line_failure(cli("records", "show", record_id, "--text", "--home", paths.home))
     assert line.startswith(ERROR + "the record's text cannot be read: ")
 
 
 def test_search_finds_as_an_agent_would_in_any_language_and_only_in_its_workspace(paths: HostPaths) -> None:
-    korean, english = _remember(paths, "데이터베이스를 매일 밤 백업한다.", "The plover queue drains at noon.")
-    (elsewhere,) = _remember(paths, "The plover queue of the other team.", workspace="workspace-2")
+    korean, english = remember(paths, "데이터베이스를 매일 밤 백업한다.", "The plover queue drains at noon.")
+    (elsewhere,) = remember(paths, "The plover queue of the other team.", workspace="workspace-2")
     scope = ("--tenant", "tenant-a", "--workspace", "workspace-1", "--home", str(paths.home))
     found = json.loads(_ok(cli("records", "search", "데이터베이스로", *scope, "--json")))
     assert [item["record_id"] for item in found][:1] == [korean]

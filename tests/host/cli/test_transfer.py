@@ -9,8 +9,7 @@ from typing import Any
 
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import Done, assert_one_line_failure, cli
-from tests.support.homes import bind, engine_for
-from tests.support.inprocess import InProcessAgent
+from tests.support.homes import remember
 from tests.support.raw import raw_store
 
 ERROR = "engram-memory: error: "
@@ -21,12 +20,6 @@ def _ok(done: Done) -> str:
     assert "Traceback" not in done.stderr, done.stderr
     assert done.code == 0, done
     return done.stdout
-
-
-def _remember(paths: HostPaths, *texts: str) -> list[str]:
-    with engine_for(paths) as engine:
-        agent = InProcessAgent(engine, bind(paths).binding)
-        return [agent.remember(text) for text in texts]
 
 
 def _current(paths: HostPaths, tenant: str, workspace: str) -> list[dict[str, Any]]:
@@ -47,7 +40,7 @@ def _contents(lines: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 def test_export_then_import_gives_the_same_memories_and_a_second_import_changes_nothing(
     paths: HostPaths, tmp_path: Path
 ) -> None:
-    _remember(paths, *TEXTS)
+    remember(paths, *TEXTS)
     exported = _current(paths, "tenant-a", "workspace-1")
     assert len(exported) == 3 and all(line["format"] == "engram-memory-export/1" for line in exported)
     assert exported[0]["provenance"]["principal"] == "alice"
@@ -99,7 +92,7 @@ def test_export_then_import_gives_the_same_memories_and_a_second_import_changes_
 
 
 def test_markdown_export_is_for_people(paths: HostPaths) -> None:
-    (record_id,) = _remember(paths, TEXTS[0])
+    (record_id,) = remember(paths, TEXTS[0])
     text = _ok(
         cli(
             "export", "--tenant", "tenant-a", "--workspace", "workspace-1", "--format", "markdown", "--home", paths.home
