@@ -62,7 +62,7 @@ def test_a_port_in_use_is_named_with_what_to_do(
 
 
 def test_records_list_shows_each_current_records_text_cut_short_as_audited_host_reads(paths: HostPaths) -> None:
-    short, long = remember(paths, "The kestrel gateway drains before deploys.", LONG)
+    short, _long = remember(paths, "The kestrel gateway drains before deploys.", LONG)
     _ok(cli("records", "expire", short, "--home", paths.home))
     listed = _ok(cli("records", "list", "--home", paths.home))
     flat = "".join(listed.split())  # the text column folds at the terminal's width

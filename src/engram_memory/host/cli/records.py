@@ -360,16 +360,17 @@ def list_command(
     table = Table(box=None, pad_edge=False)
     table.add_column(_("record"), no_wrap=True, min_width=len(rows[0].record_id))
     table.add_column(_("state"), no_wrap=True)
-    table.add_column(_("scope"), overflow="fold")
-    if show_text:
-        table.add_column(_("text"), overflow="fold", ratio=3)
+    table.add_column(_("scope"), no_wrap=True)
     table.add_column(_("expires"), overflow="fold")
     table.add_column(_("superseded by"), overflow="fold")
+    if show_text:  # last, so that it folds in the room left and the columns before it stay whole
+        table.add_column(_("text"), overflow="fold", min_width=16)
     for row in rows:
         cells = [row.record_id, row.state, f"{row.scope.tenant}/{row.scope.workspace}"]
+        cells += [_instant(row.expires_at_ms) or "-", row.superseded_by or "-"]
         if show_text:
             cells.append(inline(shown.get(row.record_id, "-")))
-        table.add_row(*cells, _instant(row.expires_at_ms) or "-", row.superseded_by or "-")
+        table.add_row(*cells)
     out.print(table, markup=False, highlight=False)
 
 
