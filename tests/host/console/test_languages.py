@@ -80,3 +80,20 @@ def test_the_audit_page_shows_agents_calls_unless_asked_for_the_hosts_reads(sign
     everyone = _page(signed_in, "/audit?caller=all")
     assert "host-read" in everyone and everyone.count("<tr><td>") > host.count("<tr><td>")
     assert 'value="agents" selected' in _page(signed_in, "/audit?caller=nonsense")
+
+
+def test_the_second_steps_ask_in_the_language_too(signed_in: Site) -> None:
+    """The confirmation pages a revoke opens, which the browser tour reaches only with a grant to revoke."""
+    asked = signed_in.client.post(
+        "/apps/revoke",
+        data={"csrf": signed_in.csrf(), "grant_id": "grant_" + "a" * 24},
+        headers={"Accept-Language": "ko"},
+    )
+    page = html.unescape(asked.text)
+    assert asked.status_code == 200 and "을(를) 폐기할까요?" in page and "되돌릴 수 없습니다." in page
+    revoke = signed_in.client.post(
+        "/bindings/revoke",
+        data={"csrf": signed_in.csrf(), "token_id": "bind_" + "a" * 16},
+        headers={"Accept-Language": "zh-CN"},
+    )
+    assert "此操作无法撤销。" in html.unescape(revoke.text)

@@ -17,6 +17,7 @@ from engram_memory.host.language.catalogue import N_, _
 from engram_memory.host.language.choice import Language, from_environment, requested
 
 LANG_FLAG = "--lang"
+# Click's own headings, marked for the catalogue: the help formatter looks each one up as it writes it.
 HEADINGS = (N_("Usage: "), N_("Options"), N_("Commands"), N_("Arguments"), N_("Show this message and exit."))
 _EXTRAS = re.compile(r"\s*\[(env var: (?P<var>[^\]]*)|default: (?P<default>[^\]]*)|(?P<required>required))\]\s*$")
 # Click's usage errors, by the English it words them in (typer/_click/exceptions.py, core.py, types.py).
