@@ -102,7 +102,10 @@ def read_catalog(language: Language) -> Catalog:
 
 def po_bytes(catalog: Catalog) -> bytes:
     buffer = io.BytesIO()
-    write_po(buffer, catalog, width=116, omit_header=False, sort_output=True, ignore_obsolete=True)
+    # Files without line numbers: a catalogue changes when a message does, not when code moves.
+    write_po(
+        buffer, catalog, width=116, omit_header=False, sort_output=True, ignore_obsolete=True, include_lineno=False
+    )
     return buffer.getvalue()
 
 
