@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engram_memory.contract.binding import Binding
+from engram_memory.contract.payloads import primary_text
 from engram_memory.contract.states import RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.engine import Engine
@@ -95,13 +96,6 @@ def search_records(
 
 PREVIEW_CHARS = 80
 CUT_MARK = "…"
-
-
-def primary_text(record: dict[str, Any]) -> str:
-    for component in record.get("components", []):
-        if component.get("component_id") == record.get("primary_component_id"):
-            return str(component.get("text", ""))
-    return ""
 
 
 def preview(record: dict[str, Any], width: int = PREVIEW_CHARS) -> str:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.contract.payloads import primary_text
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceRefused
 from engram_memory.engine.ports.maintenance import RecordFilter
@@ -23,7 +24,7 @@ from engram_memory.host.console.actions import OPERATIONS, outcome_line, runner
 from engram_memory.host.console.context import console_of, reason_field, text_field
 from engram_memory.host.console.views import after_decision, refusal, render
 from engram_memory.host.language.catalogue import _
-from engram_memory.host.reads import HostReadRefused, previews, primary_text, read_record, search_records
+from engram_memory.host.reads import HostReadRefused, previews, read_record, search_records
 from engram_memory.host.record_history import history_entry
 from engram_memory.host.transfer import TransferError, export_lines
 
@@ -44,10 +45,10 @@ def _filters(request: Request) -> dict[str, str]:
 def records_page(request: Request) -> Response:
     chosen = _filters(request)
     state = chosen.get("state") if chosen.get("state") in STATES else None
-    found = console_of(request).engine.records(
+    console = console_of(request)
+    found = console.engine.records(
         RecordFilter(tenant=chosen.get("tenant"), workspace=chosen.get("workspace"), state=state, limit=SHOWN + 1)
     )
-    console = console_of(request)
     rows = found[:SHOWN]
     return render(
         request,
