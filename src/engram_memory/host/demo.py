@@ -211,7 +211,7 @@ async def _agent_session(client: Client, log: Transcript, home: Path) -> None:
 
 async def run_demo(console: Console) -> int:
     log = Transcript(console)
-    console.rule("engram-memory demo: one agent session over MCP stdio")
+    console.rule(_("engram-memory demo: one agent session over MCP stdio"))
     with tempfile.TemporaryDirectory(prefix="engram-demo-") as folder:
         home = Path(folder) / "home"
         _cli(home, "init")
@@ -226,5 +226,5 @@ async def run_demo(console: Console) -> int:
         log.host(_("engram-memory serve               → the MCP server starts over stdio with that binding"))
         async with Client(params) as client:
             await _agent_session(client, log, home)
-    console.rule("demo finished: every step above went through the real server and CLI")
+    console.rule(_("demo finished: every step above went through the real server and CLI"))
     return 0

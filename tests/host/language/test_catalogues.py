@@ -124,8 +124,8 @@ def test_the_template_check_sees_text_and_attributes_left_in_english() -> None:
 # -- the host's Python ----------------------------------------------------------------------------------
 
 _SHOWING = frozenset(
-    {"say", "fail", "warn", "print", "add_column", "TextColumn", "status", "message_page", "_tell", "host", "agent",
-     "server"}
+    {"say", "fail", "warn", "print", "rule", "add_column", "TextColumn", "status", "message_page", "_tell", "host",
+     "agent", "server"}
 )  # fmt: skip
 _SECOND_ARGUMENT = frozenset({"note_cut_off", "after_decision"})
 _NOT_FOR_PEOPLE = frozenset({"TypeError", "ValueError", "KeyError", "RuntimeError", "AssertionError", "OSError"})
