@@ -109,9 +109,12 @@ def test_dates_are_written_as_the_persons_language_writes_them(sqlite_paths: Hos
     english = cli(*arguments, "--purpose", "purpose:x", "--home", sqlite_paths.home)
     assert re.search(r"expires \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", english.stderr), english.stderr
     korean = cli(*arguments, "--purpose", "purpose:x", "--home", sqlite_paths.home, env={"LANG": "ko_KR.UTF-8"})
-    assert re.search(r"만료 \d{4}\. \d{1,2}\. \d{1,2}\. (오전|오후) \d{1,2}:\d{2}:\d{2} UTC", korean.stderr), (
-        korean.stderr
-    )
+    korean_date = r"\d{4}\. \d{1,2}\. \d{1,2}\. (오전|오후) \d{1,2}:\d{2}:\d{2} UTC"
+    assert re.search(f"만료 {korean_date}", korean.stderr), korean.stderr
+    listed = cli("bindings", "list", "--home", sqlite_paths.home, env={"LANG": "ko_KR.UTF-8"}).stdout
+    assert re.search(f"발급 {korean_date}", listed), listed
+    japanese = cli("bindings", "list", "--home", sqlite_paths.home, "--lang", "ja").stdout
+    assert re.search(r"発行 \d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2} UTC", japanese), japanese
 
 
 @pytest.mark.parametrize("language", ["ko", "zh-Hans", "zh-Hant", "ja"])

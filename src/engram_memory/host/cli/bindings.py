@@ -26,6 +26,7 @@ from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut
 from engram_memory.host.compose import current_user
 from engram_memory.host.keys.files import KeyFileError, load_signing_key
 from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.formats import when
 from engram_memory.host.language.words import label
 from engram_memory.host.settings import resolve_home
 
@@ -97,18 +98,25 @@ def bindings_list(
     if not items:
         say(_("no bindings issued (engram-memory bind issues one)"))
         return
-    for item in items:
+    for (issued, revocation), item in zip(found[:limit], items, strict=True):
         say(f"{item['token_id']}  {label(item['status'])}  {item['tenant']}/{item['workspace']}  {item['principal']}")
-        grants = ", ".join(tool.removeprefix("engram_memory_") for tool in item["grants"]) or "no tools"
+        grants = ", ".join(tool.removeprefix("engram_memory_") for tool in item["grants"]) or _("no tools")
         say(
             _("    agent {agent_id}, session {session}, purpose {purpose_ref}; {grants}").format(
                 agent_id=item["agent_id"], session=item["session"], purpose_ref=item["purpose_ref"], grants=grants
             )
         )
-        ended = f"; revoked {item['revoked_at']} by {item['revoked_by']}" if item["revoked_at"] else ""
+        ended = (
+            _("; revoked {at} by {by}").format(at=when(revocation.revoked_at_ms), by=revocation.revoked_by)
+            if revocation is not None
+            else ""
+        )
         say(
             _("    issued {issued_at} by {issued_by}; expires {expires_at}{ended}").format(
-                issued_at=item["issued_at"], issued_by=item["issued_by"], expires_at=item["expires_at"], ended=ended
+                issued_at=when(issued.issued_at_ms),
+                issued_by=issued.issued_by,
+                expires_at=when(issued.expires_at_ms),
+                ended=ended,
             )
         )
 

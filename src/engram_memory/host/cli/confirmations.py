@@ -84,7 +84,7 @@ def confirmations_list(
     if not items:
         out.print(_("no confirmation requests"))
         return
-    for item in items:
+    for (row, _status), item in zip(rows[:limit], items, strict=True):
         # One block per request: readable at any terminal width, and the id is never cut short. Every
         # value an agent chose is shown inline-escaped (say), so none can forge or hide a line.
         say(f"{item['id']}  {label(item['status'])}  {item['tool']} {item['target']}")
@@ -98,10 +98,10 @@ def confirmations_list(
             )
         )
         details = _("    reason {reason}; requested {requested_at}").format(
-            reason=item["reason_ref"] or "-", requested_at=item["requested_at"]
+            reason=item["reason_ref"] or "-", requested_at=when(row.requested_at_ms)
         )
-        if item["approval_expires_at"]:
-            details += _("; approved until {until}").format(until=item["approval_expires_at"])
+        if row.approval_expires_at_ms is not None:
+            details += _("; approved until {until}").format(until=when(row.approval_expires_at_ms))
         say(details)
         say(f"    {json_text(item['summary'])}")
 
