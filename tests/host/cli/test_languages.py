@@ -12,7 +12,7 @@ import pytest
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import assert_one_line_failure, cli, cli_process
 from tests.support.agents import StdioAgent, refusal_message
-from tests.support.homes import make_home
+from tests.support.homes import make_home, remember
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -147,3 +147,11 @@ def test_what_a_client_reads_stays_in_english_whatever_the_hosts_locale(sqlite_p
     )
     forged = refusal_message(lambda: StdioAgent(sqlite_paths.home, "eyJ.eyJ.sig", extra_env=korean))
     assert forged.startswith("Trusted invocation context unavailable: the binding") and not HANGUL.search(forged)
+
+
+def test_a_records_fields_are_named_in_the_language_and_stay_keys_in_english(paths: HostPaths) -> None:
+    (record_id,) = remember(paths, "The kestrel gateway drains before deploys.")
+    korean = cli("records", "show", record_id, "--home", paths.home, env={"LANG": "ko_KR.UTF-8"}).stdout
+    assert f"레코드 ID: {record_id}" in korean and "이력:" in korean
+    english = cli("records", "show", record_id, "--home", paths.home).stdout
+    assert f"record_id: {record_id}" in english and "state: accepted_current" in english

@@ -20,8 +20,8 @@ from engram_memory.engine.engine import Engine
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, MaintenanceRefused, Transition
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
+from engram_memory.host.cli.record_json import FIELDS, record_json
 from engram_memory.host.cli.record_json import instant as _instant
-from engram_memory.host.cli.record_json import record_json
 from engram_memory.host.cli.records_as_of import AsOf, list_valid_at
 from engram_memory.host.cli.records_search import search_command
 from engram_memory.host.compose import current_user
@@ -411,7 +411,7 @@ def show_command(
         return
     for name, value in shown.items():
         if name not in ("history", "supersedes", "content"):
-            say(f"{name}: {'-' if value is None else value}")
+            say(f"{_(FIELDS.get(name, name))}: {'-' if value is None else value}")
     say(_("supersedes: {records}").format(records=", ".join(details.supersedes) or "-"))
     say(_("history:"))
     for item in shown["history"]:
