@@ -12,13 +12,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.catalogue import N_, _
 
 CLIENTS = ("claude-desktop", "claude-code", "vscode", "cursor")
 SERVER_NAME = "engram-memory"
 
 
-DESKTOP_OVER_HTTP = (
+DESKTOP_OVER_HTTP = N_(
     "Claude Desktop's config file starts local servers only: use the stdio snippet, or add the URL as a "
     "custom connector in its settings"
 )
@@ -27,13 +27,13 @@ DESKTOP_OVER_HTTP = (
 def check_request(client: str | None, http_url: str | None, as_json: bool) -> str | None:
     """Why `bind`'s output options do not go together, or None."""
     if client is not None and client not in CLIENTS:
-        return f"unknown client '{client}' (one of: {', '.join(CLIENTS)})"
+        return _("unknown client '{client}' (one of: {choices})").format(client=client, choices=", ".join(CLIENTS))
     if http_url is not None and client is None:
-        return "--http goes with --print-config CLIENT"
+        return _("--http goes with --print-config CLIENT")
     if client is not None and as_json:
-        return "--print-config and --json print different things: choose one"
+        return _("--print-config and --json print different things: choose one")
     if client == "claude-desktop" and http_url is not None:
-        return DESKTOP_OVER_HTTP
+        return _(DESKTOP_OVER_HTTP)
     return None
 
 
@@ -71,7 +71,7 @@ def client_config(client: str, token: str, home: Path, *, http_url: str | None =
 def _http_config(client: str, token: str, url: str) -> str:
     header = f"Bearer {token}"
     if client == "claude-desktop":
-        raise ConfigError(DESKTOP_OVER_HTTP)
+        raise ConfigError(_(DESKTOP_OVER_HTTP))
     if client == "claude-code":
         return shlex.join(
             ["claude", "mcp", "add", "--transport", "http", SERVER_NAME, url, "--header", f"Authorization: {header}"]

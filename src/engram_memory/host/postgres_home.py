@@ -44,7 +44,9 @@ def _where(url: str) -> str:
 
     fields = url_fields(url)
     host = fields.get("host") or fields.get("hostaddr") or "localhost"
-    return f"database {fields.get('dbname') or '(the default)'} on {host} port {fields.get('port') or 5432}"
+    return _("database {name} on {host} port {port}").format(
+        name=fields.get("dbname") or _("(the default)"), host=host, port=fields.get("port") or 5432
+    )
 
 
 # SQLSTATE classes of a failure to connect: connection exceptions, authorization, no such database,

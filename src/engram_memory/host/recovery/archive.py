@@ -17,6 +17,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from engram_memory.host.language.catalogue import _
+
 MAGIC = b"ENGRAMBK"
 FORMAT_VERSION = 2
 # Format 1 (until 0.x): sealed under HKDF-SHA256 of keys/secret.key, manifest and snapshot only, no key id.
@@ -180,9 +182,10 @@ def _why_chunk_failed(cipher: AESGCM, header: Header, index: int, final: bool, c
         cipher.decrypt(_nonce(header, index, not final), chunk, _aad(header, index, not final))
     except InvalidTag:
         if index == 0:
-            key = "this home's keys/secret.key" if header.version == LEGACY_FORMAT_VERSION else "its recovery key"
-            return f"the archive does not open with {key} or was changed"
-        return f"chunk {index} of the archive was changed, cut short or extended"
+            if header.version == LEGACY_FORMAT_VERSION:
+                return _("the archive does not open with this home's keys/secret.key or was changed")
+            return _("the archive does not open with its recovery key or was changed")
+        return _("chunk {index} of the archive was changed, cut short or extended").format(index=index)
     if final:
-        return "the archive is cut short: its last chunk is missing"
-    return "the archive has bytes after its final chunk"
+        return _("the archive is cut short: its last chunk is missing")
+    return _("the archive has bytes after its final chunk")
