@@ -1,4 +1,5 @@
-"""Reading a request's body ahead of the app that will handle it, and handing that app the same body.
+"""Reading a request's body ahead of the app that will handle it, and handing that app the same body; and
+answering a request outright with a whole JSON body, before any app sees it.
 
 Bodies are read up to a limit: what lies beyond it stays unread, and the app reads it from the client
 itself (so the app's own size limit still answers an oversized request).
@@ -6,7 +7,7 @@ itself (so the app's own size limit still answers an oversized request).
 
 from __future__ import annotations
 
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Send
 
 
 async def read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
@@ -34,3 +35,10 @@ def replayed(body: bytes, more: bool, receive: Receive) -> Receive:
         return {"type": "http.request", "body": body, "more_body": more}
 
     return replay
+
+
+async def send_json(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]) -> None:
+    """A whole JSON response: its length stated, `headers` after the content type."""
+    start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii")), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})

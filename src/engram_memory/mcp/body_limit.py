@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram_memory.contract.errors import ErrorCode
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
+from engram_memory.mcp.asgi_bodies import send_json
 from engram_memory.mcp.server import FAULT_META_KEY
 
 INVALID_REQUEST = -32600
@@ -54,15 +55,4 @@ class DeclaredSizeLimit:
         if declared is None or declared <= self._limit:
             await self.app(scope, receive, send)
             return
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(self._body)).encode("ascii")),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": self._body})
+        await send_json(send, 413, self._body, (b"connection", b"close"))

@@ -35,6 +35,7 @@ from engram_memory.contract.errors import ProtocolFault, trusted_context_unavail
 from engram_memory.contract.schemas import MAX_ARGUMENT_BYTES
 from engram_memory.contract.tools import ALL_TOOLS
 from engram_memory.mcp.addresses import is_loopback
+from engram_memory.mcp.asgi_bodies import send_json
 from engram_memory.mcp.body_limit import DeclaredSizeLimit
 from engram_memory.mcp.step_up import CouldHave, StepUp
 
@@ -207,19 +208,9 @@ class RequireBinding:
         challenge = bearer_challenge(scope, metadata_published=self._metadata)
         if presented:  # RFC 6750 §3.1: only a presented token is "invalid"; a missing one just gets the challenge
             challenge += ', error="invalid_token", error_description="' + _INVALID + '"'
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(self._body)).encode("ascii")),
-                    (b"www-authenticate", challenge.encode("ascii")),
-                    (b"cache-control", b"no-store"),
-                ],
-            }
+        await send_json(
+            send, 401, self._body, (b"www-authenticate", challenge.encode("ascii")), (b"cache-control", b"no-store")
         )
-        await send({"type": "http.response.body", "body": self._body})
 
 
 def transport_security(host: str, port: int) -> TransportSecuritySettings:

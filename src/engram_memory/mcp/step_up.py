@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.tools import ALL_TOOLS
-from engram_memory.mcp.asgi_bodies import read_body, replayed
+from engram_memory.mcp.asgi_bodies import read_body, replayed, send_json
 
 KNOWN_TOOLS = frozenset(tool.value for tool in ALL_TOOLS)
 
@@ -60,14 +60,8 @@ class StepUp:
         )
         error = {"code": -32602, "message": "Unknown tool"}
         body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}, separators=(",", ":")).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode("ascii")),
-            (b"www-authenticate", challenge.encode("ascii")),
-            (b"cache-control", b"no-store"),
-        ]
-        await send({"type": "http.response.start", "status": 403, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        challenged = (b"www-authenticate", challenge.encode("ascii"))
+        await send_json(send, 403, body, challenged, (b"cache-control", b"no-store"))
 
 
 def _oauth_binding(scope: Scope) -> Binding | None:
