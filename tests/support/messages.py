@@ -1,8 +1,8 @@
 """The host's message catalogues: what needs translating, and the `.po`/`.mo` files that translate it.
 
 `make messages` runs `python -m tests.support.messages update`: it extracts every message (the `_`,
-`N_` and `ngettext` calls of the host's Python, the console's and sign-in pages' templates, and every
-help text of the command tree), merges them into each
+`N_` and `ngettext` calls of the host's Python, the console's and sign-in pages' templates, the engine's
+host operations and refusals, and every help text of the command tree), merges them into each
 language's `.po` file (new ones untranslated, gone ones dropped) and compiles the `.mo` files the package
 ships. Traditional Chinese is not written by hand: OpenCC converts the Simplified catalogue (Taiwan
 phrasing). tests/host/test_message_catalogues.py fails while any of this is stale or incomplete.
@@ -28,6 +28,8 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 from jinja2.ext import babel_extract
 
+from engram_memory.engine.lifecycle import host_operations
+from engram_memory.engine.refusals import Refusal
 from engram_memory.host.cli.app import app
 from engram_memory.host.cli.speaking import help_texts
 from engram_memory.host.language.catalogue import DOMAIN, LOCALE_DIR
@@ -56,6 +58,18 @@ def _template_messages() -> Iterator[tuple[str | tuple[str, str], str]]:
                 yield message, f"{path.relative_to(ROOT)}:{lineno}"
 
 
+def _engine_messages() -> Iterator[tuple[str, str]]:
+    """What the engine declares for people in English: its host operations and its refusals."""
+    for operation in host_operations.HOST_OPERATIONS.values():
+        where = f"host operation {operation.name}"
+        yield from ((text, where) for text in (operation.label, operation.help, operation.explains))
+        for argument in operation.arguments:
+            yield from ((text, where) for text in (argument.label, argument.help))
+            yield from ((choice.label, where) for choice in argument.choices.values())
+    for refusal in Refusal:
+        yield refusal.value, f"refusal {refusal.name}"
+
+
 def _help_messages() -> Iterator[tuple[str, str]]:
     for text in help_texts(typer.main.get_command(app)):
         yield text, "engram-memory --help"
@@ -67,6 +81,7 @@ def template() -> Catalog:
     sources: Iterable[tuple[str | tuple[str, str], str]] = (
         *_python_messages(),
         *_template_messages(),
+        *_engine_messages(),
         *_help_messages(),
     )
     for found, where in sources:

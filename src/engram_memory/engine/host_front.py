@@ -7,19 +7,19 @@ or the clock itself, so a command cannot skip the lifecycle, the journal or the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.instants import format_instant
-from engram_memory.contract.states import RecordState
 from engram_memory.engine.admission import review
 from engram_memory.engine.admission.review import CandidateView, ReviewDecision
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.lifecycle import as_of, host_transitions
+from engram_memory.engine.lifecycle import as_of, host_operations, host_transitions
 from engram_memory.engine.lifecycle.as_of import ValidRecord
+from engram_memory.engine.lifecycle.host_operations import HostOperation
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, RecordDetails, Transition
 from engram_memory.engine.lifecycle.housekeeping import KeySweep
 from engram_memory.engine.lifecycle.shredded import Settled, settle_shredded
@@ -60,42 +60,18 @@ class HostFront:
     deps: Deps
     key_sweep: KeySweep
 
-    # -- records: the host's lifecycle transitions -----------------------------------------------
-    def dispute(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
-        return host_transitions.dispute(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
+    # -- records: the host's lifecycle transitions (declared in engine/lifecycle/host_operations.py) ------
+    def host_operations(self) -> Mapping[str, HostOperation]:
+        return host_operations.HOST_OPERATIONS
 
-    def resolve_dispute(
-        self, record_id: str, *, to_state: RecordState, decided_by: str, reason_ref: str | None = None
+    def transition(
+        self, operation: str, record_id: str, *, decided_by: str, reason_ref: str | None = None, **arguments: str | None
     ) -> MaintenanceOutcome:
-        return host_transitions.resolve(
-            self.deps, record_id, to_state=to_state, decided_by=decided_by, reason_ref=reason_ref
+        """Runs one declared operation; `arguments` by the names it declares (another record's id, or one of
+        its choices). Raises MaintenanceRefused (nothing written), ContractError from the store."""
+        return host_operations.named(operation).apply(
+            self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref, given=arguments
         )
-
-    def supersede(
-        self, record_id: str, *, successor_id: str, decided_by: str, reason_ref: str | None = None
-    ) -> MaintenanceOutcome:
-        return host_transitions.supersede(
-            self.deps, record_id, successor_id=successor_id, decided_by=decided_by, reason_ref=reason_ref
-        )
-
-    def mark_non_current(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
-        return host_transitions.mark_non_current(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
-
-    def rewind(
-        self, record_id: str, *, replacing: str | None = None, decided_by: str, reason_ref: str | None = None
-    ) -> MaintenanceOutcome:
-        return host_transitions.rewind(
-            self.deps, record_id, replacing=replacing, decided_by=decided_by, reason_ref=reason_ref
-        )
-
-    def expire(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
-        return host_transitions.expire(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
-
-    def trust_invalidate(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
-        return host_transitions.trust_invalidate(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
-
-    def tombstone(self, record_id: str, *, decided_by: str, reason_ref: str | None = None) -> MaintenanceOutcome:
-        return host_transitions.tombstone(self.deps, record_id, decided_by=decided_by, reason_ref=reason_ref)
 
     def expire_due(self, limit: int = 1000) -> list[Transition]:
         """Every record whose retention has passed, as of the engine's clock."""

@@ -71,15 +71,24 @@ def next_event(
         "data": dict(data),
     }
     body_json = canonical_json(body)
+    return event_of(scope, body, event_digest=digest_bytes(JOURNAL_DOMAIN, body_json), body_json=body_json)
+
+
+def event_of(
+    scope: Scope, body: Mapping[str, Any], *, event_digest: str, body_json: bytes | None = None
+) -> JournalEvent:
+    """The event a body describes: its columns are read from the body, so the two cannot disagree
+    (the verifier checks a stored row's columns against its body before it comes here)."""
+    kind = body["kind"]
     return JournalEvent(
         scope=scope,
-        cursor=cursor,
-        event_id=event_id,
+        cursor=body["cursor"],
+        event_id=body["event_id"],
         kind=kind,
-        at_ms=at_ms,
+        at_ms=body["at"],
         body=body,
-        prev_digest=head.digest,
-        event_digest=digest_bytes(JOURNAL_DOMAIN, body_json),
+        prev_digest=body["prev"],
+        event_digest=event_digest,
         affects_records=kind in RECORD_EVENTS,
         body_json=body_json,
     )

@@ -164,7 +164,7 @@ def test_the_tombstone_guard_holds_forgotten_content_whatever_its_family_says(
     _policy(paths, ("fact:*", "supersede"))
     agent = _agent(served, paths)
     old = _admitted(agent, "The VPN certificate rotates yearly.", T0, "fact:vpn-cert")
-    steered.tombstone(old["record_id"], decided_by=HOST, reason_ref="ticket:9")
+    steered.transition("tombstone", old["record_id"], decided_by=HOST, reason_ref="ticket:9")
     assert rows(paths, "SELECT family_key FROM record_families WHERE record_id = ?", old["record_id"]) == []
     clock.advance(1000)
     back = _admitted(agent, "The VPN certificate rotates yearly.", T0 + DAY, "fact:vpn-cert")
@@ -212,7 +212,7 @@ def test_an_as_of_read_sees_the_older_record_before_the_supersession_and_the_new
     assert steered.records_valid_at(Scope("tenant-a", "workspace-2"), T0 + DAY, family_ref="fact:branch-cut") == []
 
     # A host rewind swaps them back: the older record is current again and open-ended.
-    steered.rewind(old["record_id"], decided_by=HOST)
+    steered.transition("rewind", old["record_id"], decided_by=HOST)
     assert true_at(T0 + 5 * DAY) == [old["record_id"]]
 
 
@@ -238,5 +238,5 @@ def test_an_as_of_read_as_the_store_knew_it_before_the_supersession_still_sees_t
     assert known(between) == [old["record_id"]]  # current then, whatever the valid time
     assert known(superseded_at) == [new["record_id"]]
     assert known(superseded_at, T0 + DAY - 1) == [old["record_id"]]  # valid time before the new one starts
-    steered.tombstone(old["record_id"], decided_by=HOST, reason_ref="ticket:9")
+    steered.transition("tombstone", old["record_id"], decided_by=HOST, reason_ref="ticket:9")
     assert known(between) == []  # forgotten content does not come back through history

@@ -114,11 +114,11 @@ def test_a_base_changes_no_answer_and_follows_what_changed_after_it(site: Site) 
             assert _ids(shared, query) == _ids(exact, query)
         assert _ids(shared, PARAPHRASE) == first
         later = exact.remember("Winter tyres were fitted to the van in November.")
-        host.mark_non_current(car, decided_by="host:test")
+        host.transition("mark_non_current", car, decided_by="host:test")
         found, digest = _ids(shared, PARAPHRASE)
         assert later in found and car not in found
         assert (found, digest) == _ids(exact, PARAPHRASE)
-        host.rewind(car, decided_by="host:test")
+        host.transition("rewind", car, decided_by="host:test")
         assert _ids(shared, PARAPHRASE) == _ids(exact, PARAPHRASE)
         assert car in _ids(shared, PARAPHRASE)[0]
 

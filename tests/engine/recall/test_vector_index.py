@@ -141,7 +141,7 @@ def test_a_record_the_host_moves_out_of_current_leaves_both_indexes(
         first.remember(text)
     assert car in _agree(first, second, PARAPHRASE)
     if leave == "supersede":
-        host.supersede(car, successor_id=successor, decided_by="host:test")
+        host.transition("supersede", car, successor_id=successor, decided_by="host:test")
     else:
         getattr(host, leave)(car, decided_by="host:test")
     assert car not in _agree(first, second, PARAPHRASE)
@@ -152,9 +152,9 @@ def test_a_rewound_record_comes_back_to_both_indexes(two: tuple[InProcessAgent, 
     car = first.remember(CAR)
     for text in OTHERS:
         second.remember(text)
-    host.mark_non_current(car, decided_by="host:test")
+    host.transition("mark_non_current", car, decided_by="host:test")
     assert car not in _agree(first, second, PARAPHRASE)
-    host.rewind(car, decided_by="host:test")
+    host.transition("rewind", car, decided_by="host:test")
     assert _agree(first, second, PARAPHRASE)[:1] == [car]
 
 

@@ -27,6 +27,7 @@ from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import host_actor, reason_ref_ok
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
+from engram_memory.engine.refusals import Refusal, Refused
 from engram_memory.engine.sealing.bodies import read_body, read_payload
 from engram_memory.engine.secrets import CATEGORIES, SecretFinding, scan_value
 
@@ -35,8 +36,8 @@ DEFAULT_QUEUE_LIMIT = 100
 _ALL_CATEGORIES = frozenset(CATEGORIES)
 
 
-class ReviewError(Exception):
-    """A host-side refusal with a one-line reason (unknown id, not pending, the policy forbids it)."""
+class ReviewError(Refused):
+    """A person's review turned down (unknown id, not pending, the policy forbids it); nothing written."""
 
 
 class CandidateDecided(ReviewError):
@@ -47,7 +48,7 @@ class CandidateDecided(ReviewError):
         self.reasons = tuple(shown_reasons(candidate.review_reasons))
         why = f" ({', '.join(self.reasons)})" if self.reasons else ""
         super().__init__(
-            f"candidate {candidate.candidate_id} is {candidate.state}{why}: its body is gone, nothing to show"
+            Refusal.CANDIDATE_DECIDED, candidate_id=candidate.candidate_id, state=candidate.state, reasons=why
         )
 
 
@@ -199,7 +200,7 @@ def reject_candidate(
 def _find(tx: StoreTx, candidate_id: str) -> CandidateRow:
     candidate = tx.find_candidate(candidate_id)
     if candidate is None:
-        raise ReviewError(f"no such candidate: {candidate_id}")
+        raise ReviewError(Refusal.NO_SUCH_CANDIDATE, candidate_id=candidate_id)
     return candidate
 
 
@@ -228,7 +229,7 @@ def _decide(
     supersede: bool | None = None,
 ) -> ReviewDecision:
     if not reason_ref_ok(reason_ref):
-        raise ReviewError("INVALID_SCHEMA: a reason ref is an NFC string of 1-512 UTF-8 bytes")
+        raise ReviewError(Refusal.REASON_REF_INVALID)
     policy = deps.policies.current()
     now_ms = deps.clock.now_ms()
     with deps.store.write() as tx:
@@ -236,7 +237,9 @@ def _decide(
         try:
             candidate_transition(Operation.ACCEPT if accept else Operation.REJECT, CandidateState(candidate.state))
         except ContractError as exc:
-            raise ReviewError(f"{exc.code.value}: candidate {candidate_id} is {candidate.state}, not pending") from exc
+            raise ReviewError(
+                Refusal.CANDIDATE_NOT_PENDING, code=exc.code.value, candidate_id=candidate_id, state=candidate.state
+            ) from exc
         scope = candidate.scope
         duplicate_of = None
         plaintext: bytes | None = None
@@ -246,9 +249,7 @@ def _decide(
             # a secret must not reach the index because someone clicked accept.
             refused = rejection_reasons(policy, candidate_facts(candidate))
             if refused:
-                raise ReviewError(
-                    f"the policy rejects candidate {candidate_id} ({', '.join(refused)}): reject it instead"
-                )
+                raise ReviewError(Refusal.POLICY_REJECTS, candidate_id=candidate_id, reasons=", ".join(refused))
             duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
         duplicate_reason = "duplicate_exact"
         if accept and duplicate_of is None:

@@ -13,6 +13,7 @@ from typing import Any
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.ids import new_confirmation_id
 from engram_memory.engine.ports.store import Actor, ConfirmationRow, Scope, StoreTx
+from engram_memory.engine.refusals import Refusal, Refused
 
 APPROVAL_TTL_MAX_MS = 300_000
 COMMIT_WINDOW_MS = 30_000
@@ -118,13 +119,13 @@ def consume(tx: StoreTx, gate_pass: GatePass, now_ms: int) -> None:
     tx.save_confirmation(replace(gate_pass.confirmation, status=CONSUMED, consumed_at_ms=now_ms))
 
 
-class ConfirmationError(Exception):
-    """A host-side refusal (unknown id, already decided, expired), with a one-line reason."""
+class ConfirmationError(Refused):
+    """A person's decision on a confirmation turned down (unknown id, already decided, expired)."""
 
 
 def approve(tx: StoreTx, confirmation_id: str, *, now_ms: int, decided_by: str, ttl_ms: int) -> ConfirmationRow:
     if not 0 < ttl_ms <= APPROVAL_TTL_MAX_MS:
-        raise ConfirmationError("an approval lives between 1 ms and 300 s")
+        raise ConfirmationError(Refusal.APPROVAL_TTL)
     row = _open_request(tx, confirmation_id, now_ms)
     approved = replace(
         row,
@@ -147,10 +148,10 @@ def deny(tx: StoreTx, confirmation_id: str, *, now_ms: int, decided_by: str) -> 
 def _open_request(tx: StoreTx, confirmation_id: str, now_ms: int) -> ConfirmationRow:
     row = tx.get_confirmation(confirmation_id)
     if row is None:
-        raise ConfirmationError("no such confirmation request")
+        raise ConfirmationError(Refusal.NO_SUCH_CONFIRMATION)
     status = effective_status(row, now_ms)
     if status == EXPIRED:
-        raise ConfirmationError("the confirmation request has expired; the agent must ask again")
+        raise ConfirmationError(Refusal.CONFIRMATION_EXPIRED)
     if status != REQUESTED:
-        raise ConfirmationError(f"the confirmation request is already {status}")
+        raise ConfirmationError(Refusal.CONFIRMATION_DECIDED, status=status)
     return row

@@ -23,6 +23,7 @@ from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.store import JournalEvent, RecordRow, StoreTx
 from engram_memory.engine.projection import add_index_entry
 from engram_memory.engine.recall.semantic import index_vector
+from engram_memory.engine.refusals import Refusal, Refused
 from engram_memory.engine.sealing.bodies import read_payload
 
 AUTO_EXPIRY_ACTOR = "host:auto-expiry"
@@ -31,8 +32,26 @@ _CURRENT = RecordState.ACCEPTED_CURRENT
 _EXPIRABLE = tuple(sorted(state.value for state in RECORD_TRANSITIONS[Operation.EXPIRE][0]))
 
 
-class MaintenanceRefused(Exception):
-    """A host-side refusal with a one-line reason that names the ErrorCode where the lifecycle names one."""
+class MaintenanceRefused(Refused):
+    """A host-side refusal of a record operation (engine/refusals.py); nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Other:
+    """The other record of a supersede (its successor) or a rewind (the record it swaps out)."""
+
+    is_self: Refusal
+    elsewhere: Refusal
+    missing: Refusal
+    not_current: Refusal
+
+
+_SUCCESSOR = _Other(
+    Refusal.SUCCESSOR_IS_SELF, Refusal.SUCCESSOR_ELSEWHERE, Refusal.SUCCESSOR_MISSING, Refusal.SUCCESSOR_NOT_CURRENT
+)
+_REPLACED = _Other(
+    Refusal.REPLACED_IS_SELF, Refusal.REPLACED_ELSEWHERE, Refusal.REPLACED_MISSING, Refusal.REPLACED_NOT_CURRENT
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +130,7 @@ def supersede(
 
     def body(tx: StoreTx, record: RecordRow, act: _Act) -> list[Transition]:
         to_state = _legal(Operation.SUPERSEDE, record)
-        _current_of_same_scope(tx, record, successor_id, "the successor")
+        _current_of_same_scope(tx, record, successor_id, _SUCCESSOR)
         moved = _move(deps, tx, record, Operation.SUPERSEDE, to_state, act, {"superseded_by": successor_id})
         tx.set_superseded_by(record.scope, record.record_id, successor_id)
         return [moved]
@@ -132,7 +151,7 @@ def rewind(
         to_state = _legal(Operation.REWIND, record)
         displaced: RecordRow | None = None
         if replacing is not None:
-            displaced = _current_of_same_scope(tx, record, replacing, "--replacing")
+            displaced = _current_of_same_scope(tx, record, replacing, _REPLACED)
         elif record.superseded_by is not None:
             successor = tx.get_record(record.scope, record.superseded_by)
             if successor is not None and successor.state == _CURRENT.value:
@@ -211,7 +230,7 @@ def show_record(deps: Deps, record_id: str) -> RecordDetails:
     with deps.store.read() as tx:
         record = tx.find_record(record_id)
         if record is None:
-            raise MaintenanceRefused(f"no such record: {record_id}")
+            raise MaintenanceRefused(Refusal.NO_SUCH_RECORD, record_id=record_id)
         history = tx.record_history(record.scope, record_id, sorted(journal.RECORD_EVENTS))
         supersedes = tx.records_superseded_by(record.scope, record_id)
     return RecordDetails(record, tuple(history), tuple(supersedes))
@@ -244,7 +263,7 @@ def _run(deps: Deps, record_id: str, act: _Act, body: _Body) -> MaintenanceOutco
     with deps.store.write() as tx:
         record = tx.find_record(record_id)
         if record is None:
-            raise MaintenanceRefused(f"no such record: {record_id}")
+            raise MaintenanceRefused(Refusal.NO_SUCH_RECORD, record_id=record_id)
         return MaintenanceOutcome(tuple(body(tx, record, timed)))
 
 
@@ -265,7 +284,7 @@ def _simple(
 def _check_reason_ref(reason_ref: str | None) -> None:
     """The same opaque-ref rule agents follow: NFC, 1-512 UTF-8 bytes."""
     if not reason_ref_ok(reason_ref):
-        raise MaintenanceRefused("INVALID_SCHEMA: a reason ref is an NFC string of 1-512 UTF-8 bytes")
+        raise MaintenanceRefused(Refusal.REASON_REF_INVALID)
 
 
 def _legal(operation: Operation, record: RecordRow, target: RecordState | None = None) -> RecordState:
@@ -274,30 +293,28 @@ def _legal(operation: Operation, record: RecordRow, target: RecordState | None =
         return record_transition(operation, RecordState(record.state), target)
     except ContractError as refusal:
         if refusal.code is ErrorCode.ALREADY_TERMINAL:
-            raise MaintenanceRefused(
-                f"ALREADY_TERMINAL: record {record.record_id} is {record.state}; nothing can change it"
-            ) from None
-        allowed = " or ".join(sorted(state.value for state in RECORD_TRANSITIONS[operation][0]))
+            raise MaintenanceRefused(Refusal.RECORD_TERMINAL, record_id=record.record_id, state=record.state) from None
+        allowed = " | ".join(sorted(state.value for state in RECORD_TRANSITIONS[operation][0]))
         raise MaintenanceRefused(
-            f"ILLEGAL_TRANSITION: {operation.value} needs a record that is {allowed};"
-            f" record {record.record_id} is {record.state}"
+            Refusal.RECORD_NOT_ALLOWED,
+            operation=operation.value,
+            allowed=allowed,
+            record_id=record.record_id,
+            state=record.state,
         ) from None
 
 
-def _current_of_same_scope(tx: StoreTx, record: RecordRow, other_id: str, role: str) -> RecordRow:
+def _current_of_same_scope(tx: StoreTx, record: RecordRow, other_id: str, other: _Other) -> RecordRow:
     """The other record of a supersede or rewind: accepted_current, same scope, not the record itself."""
     if other_id == record.record_id:
-        raise MaintenanceRefused(f"ILLEGAL_TRANSITION: {role} cannot be record {record.record_id} itself")
-    other = tx.get_record(record.scope, other_id)
-    if other is None:
-        where = "another scope" if tx.find_record(other_id) is not None else "no scope"
-        raise MaintenanceRefused(
-            f"ILLEGAL_TRANSITION: {role} {other_id} must be a record of {record.scope.tenant}/"
-            f"{record.scope.workspace}; it is in {where}"
-        )
-    if other.state != _CURRENT.value:
-        raise MaintenanceRefused(f"ILLEGAL_TRANSITION: {role} {other_id} must be accepted_current; it is {other.state}")
-    return other
+        raise MaintenanceRefused(other.is_self, record_id=record.record_id)
+    found = tx.get_record(record.scope, other_id)
+    if found is None:
+        where = other.elsewhere if tx.find_record(other_id) is not None else other.missing
+        raise MaintenanceRefused(where, other_id=other_id, tenant=record.scope.tenant, workspace=record.scope.workspace)
+    if found.state != _CURRENT.value:
+        raise MaintenanceRefused(other.not_current, other_id=other_id, state=found.state)
+    return found
 
 
 def _move(

@@ -63,20 +63,13 @@ def _parse(scope: Scope, row: RawJournalRow) -> JournalEvent:
         "event_id": event_id,
         "kind": kind,
         "at": at_ms,
+        "prev": prev_digest,
     }
-    if any(body.get(name) != value for name, value in columns.items()) or affects != int(kind in journal.RECORD_EVENTS):
+    if any(
+        type(body.get(name)) is not type(value) or body.get(name) != value for name, value in columns.items()
+    ) or affects != int(kind in journal.RECORD_EVENTS):
         raise _BadRow(label, "its columns disagree with its body")
-    return JournalEvent(
-        scope=scope,
-        cursor=cursor,
-        event_id=event_id,
-        kind=kind,
-        at_ms=at_ms,
-        body=body,
-        prev_digest=prev_digest,
-        event_digest=event_digest,
-        affects_records=bool(affects),
-    )
+    return journal.event_of(scope, body, event_digest=event_digest)
 
 
 def _drain(rows: Iterator[RawJournalRow]) -> None:

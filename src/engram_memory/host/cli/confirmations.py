@@ -23,6 +23,7 @@ from engram_memory.host.keys.files import KeyFileError
 from engram_memory.host.language.catalogue import _
 from engram_memory.host.language.formats import when
 from engram_memory.host.language.words import label
+from engram_memory.host.language.words import refusal as refusal_words
 from engram_memory.host.settings import resolve_home
 from engram_memory.host.terminal import json_text
 
@@ -115,7 +116,9 @@ def _decide(confirmation_id: str, home: Path | None, approve_ttl_s: int | None, 
                 row = engine.approve_confirmation(
                     confirmation_id, decided_by=current_user(), ttl_ms=approve_ttl_s * 1000
                 )
-    except (HomeError, KeyFileError, ConfirmationError) as exc:
+    except ConfirmationError as refused:
+        fail(refusal_words(refused))
+    except (HomeError, KeyFileError) as exc:
         fail(str(exc))
     except ContractError:
         fail(_("the store is unavailable"))

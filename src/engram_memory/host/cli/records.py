@@ -1,8 +1,9 @@
-"""Host commands for lifecycle maintenance: `records list|show`, the eight host
-transitions (dispute ... tombstone) and `records expire-due`. Never shows memory text."""
+"""Host commands for lifecycle maintenance: `records list|show|search`, one command per declared host
+operation (engine/lifecycle/host_operations.py: dispute ... tombstone) and `records expire-due`."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.lifecycle import host_operations
+from engram_memory.engine.lifecycle.host_operations import Argument, HostOperation
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceOutcome, MaintenanceRefused, Transition
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.host.cli.common import HomeOption, JsonOption, fail, note_cut_off, opened_engine, out, say
@@ -26,6 +29,7 @@ from engram_memory.host.cli.records_as_of import AsOf, list_valid_at
 from engram_memory.host.cli.records_search import search_command
 from engram_memory.host.compose import current_user
 from engram_memory.host.language.catalogue import N_, _, ngettext
+from engram_memory.host.language.words import refusal as refusal_words
 from engram_memory.host.reads import HostReadRefused, previews, read_record
 from engram_memory.host.record_history import history_entry
 from engram_memory.host.terminal import inline
@@ -34,6 +38,7 @@ IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The record id (me
 ReasonOption = Annotated[
     str | None, typer.Option("--reason", metavar="REF", help="An opaque reason ref kept in the journal.")
 ]
+_YesOption = Annotated[bool, typer.Option("--yes", help="Confirm: this cannot be undone.")]
 
 _PAST_TENSE = {
     "dispute": N_("disputed"),
@@ -54,11 +59,6 @@ _UNAVAILABLE = N_("the store is unavailable; nothing was changed")
 LIST_PREVIEW_CHARS = 60
 
 
-class ResolveTarget(StrEnum):
-    CURRENT = "current"
-    HISTORICAL = "historical"
-
-
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the main `engram-memory` app."""
     group = typer.Typer(
@@ -67,14 +67,8 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
     )
     app.add_typer(group, name="records")
-    group.command("dispute")(dispute_command)
-    group.command("resolve")(resolve_command)
-    group.command("supersede")(supersede_command)
-    group.command("mark-non-current")(mark_non_current_command)
-    group.command("rewind")(rewind_command)
-    group.command("expire")(expire_command)
-    group.command("trust-invalidate")(trust_invalidate_command)
-    group.command("tombstone")(tombstone_command)
+    for operation in host_operations.HOST_OPERATIONS.values():
+        group.command(operation.command)(operation_command(operation))
     group.command("expire-due")(expire_due_command)
     group.command("list")(list_command)
     group.command("show")(show_command)
@@ -146,7 +140,7 @@ def _apply(home: Path | None, as_json: bool, action: Callable[[Engine], Maintena
         try:
             outcome = action(engine)
         except MaintenanceRefused as refusal:
-            fail(str(refusal))
+            fail(refusal_words(refusal))
         except ContractError as fault:
             fail(f"{fault.code.value}: {_(_STORE_FAULTS.get(fault.code, _UNAVAILABLE))}")
     if as_json:
@@ -168,104 +162,52 @@ def _apply(home: Path | None, as_json: bool, action: Callable[[Engine], Maintena
         )
 
 
-def dispute_command(
-    record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
-) -> None:
-    """accepted_current -> accepted_disputed: out of search until resolved."""
-    _apply(home, as_json, lambda engine: engine.dispute(record_id, decided_by=current_user(), reason_ref=reason))
+def _option(argument: Argument) -> Any:
+    """The command-line option of a declared argument: a choice, or another record's id."""
+    kind: Any = StrEnum(argument.name, {value: value for value in argument.choices}) if argument.choices else str
+    option = typer.Option(argument.flag, metavar=argument.metavar, help=argument.help)
+    return Annotated[kind if argument.required else kind | None, option]
 
 
-def resolve_command(
-    record_id: IdArgument,
-    to: Annotated[ResolveTarget, typer.Option("--to", help="current (searchable again) or historical.")],
-    reason: ReasonOption = None,
-    home: HomeOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """accepted_disputed -> accepted_current or historical."""
-    target = RecordState.ACCEPTED_CURRENT if to is ResolveTarget.CURRENT else RecordState.HISTORICAL
-    _apply(
-        home,
-        as_json,
-        lambda engine: engine.resolve_dispute(record_id, to_state=target, decided_by=current_user(), reason_ref=reason),
-    )
+def operation_command(operation: HostOperation) -> Callable[..., None]:
+    """The `records <operation>` command of one declared host operation (engine/lifecycle/host_operations.py)."""
 
+    def command(
+        record_id: str, reason: str | None, home: Path | None, as_json: bool, yes: bool = False, **given: str | None
+    ) -> None:
+        if operation.destructive and not yes:
+            fail(
+                _("{command} cannot be undone: repeat with --yes to confirm").format(
+                    command=f"records {operation.command}"
+                )
+            )
+        _apply(
+            home,
+            as_json,
+            lambda engine: engine.transition(
+                operation.name,
+                record_id,
+                decided_by=current_user(),
+                reason_ref=reason,
+                **{name: None if value is None else str(value) for name, value in given.items()},
+            ),
+        )
 
-def supersede_command(
-    record_id: IdArgument,
-    by: Annotated[str, typer.Option("--by", metavar="SUCCESSOR", help="The current record that replaces it.")],
-    reason: ReasonOption = None,
-    home: HomeOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """accepted_current | accepted_disputed -> historical, replaced by a current record of the same scope."""
-    _apply(
-        home,
-        as_json,
-        lambda engine: engine.supersede(record_id, successor_id=by, decided_by=current_user(), reason_ref=reason),
-    )
-
-
-def mark_non_current_command(
-    record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
-) -> None:
-    """accepted_current | accepted_disputed -> historical, with no successor."""
-    _apply(
-        home,
-        as_json,
-        lambda engine: engine.mark_non_current(record_id, decided_by=current_user(), reason_ref=reason),
-    )
-
-
-def rewind_command(
-    record_id: IdArgument,
-    replacing: Annotated[
-        str | None,
-        typer.Option("--replacing", metavar="ID", help="The current record to swap out (default: its successor)."),
-    ] = None,
-    reason: ReasonOption = None,
-    home: HomeOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """historical -> accepted_current, swapping atomically with the current record that replaced it."""
-    _apply(
-        home,
-        as_json,
-        lambda engine: engine.rewind(record_id, replacing=replacing, decided_by=current_user(), reason_ref=reason),
-    )
-
-
-def expire_command(
-    record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
-) -> None:
-    """accepted_current | accepted_disputed | historical -> expired."""
-    _apply(home, as_json, lambda engine: engine.expire(record_id, decided_by=current_user(), reason_ref=reason))
-
-
-def trust_invalidate_command(
-    record_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
-) -> None:
-    """accepted_current | accepted_disputed | historical -> trust_invalid."""
-    _apply(
-        home,
-        as_json,
-        lambda engine: engine.trust_invalidate(record_id, decided_by=current_user(), reason_ref=reason),
-    )
-
-
-def tombstone_command(
-    record_id: IdArgument,
-    yes: Annotated[
-        bool, typer.Option("--yes", help="Confirm: the body and its data key are destroyed for good.")
-    ] = False,
-    reason: ReasonOption = None,
-    home: HomeOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Any live state -> tombstoned: forget's erasure, decided by the host (needs --yes)."""
-    if not yes:
-        fail(_("tombstone destroys the record's body and data key for good: repeat with --yes to confirm"))
-    _apply(home, as_json, lambda engine: engine.tombstone(record_id, decided_by=current_user(), reason_ref=reason))
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter("record_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=IdArgument)]
+    for argument in operation.arguments:
+        missing = inspect.Parameter.empty if argument.required else None
+        parameters.append(inspect.Parameter(argument.name, keyword, annotation=_option(argument), default=missing))
+    if operation.destructive:
+        parameters.append(inspect.Parameter("yes", keyword, annotation=_YesOption, default=False))
+    for name, annotation in (("reason", ReasonOption), ("home", HomeOption), ("as_json", JsonOption)):
+        parameters.append(inspect.Parameter(name, keyword, annotation=annotation, default=None))
+    parameters[-1] = parameters[-1].replace(default=False)
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {}
+    command.__doc__ = operation.help
+    command.__name__ = f"{operation.name}_command"
+    return command
 
 
 # -- automatic expiry and reads -----------------------------------------------------------------
@@ -388,7 +330,7 @@ def show_command(
         try:
             details = engine.record_details(record_id)
         except MaintenanceRefused as refusal:
-            fail(str(refusal))
+            fail(refusal_words(refusal))
         if text:
             scope = details.record.scope
             try:

@@ -34,6 +34,7 @@ from engram_memory.host.cli.review_show import render
 from engram_memory.host.compose import current_user
 from engram_memory.host.language.catalogue import N_, _, ngettext
 from engram_memory.host.language.formats import number, when
+from engram_memory.host.language.words import refusal as refusal_words
 from engram_memory.host.language.words import review_reason
 from engram_memory.host.policy_file import read_policy
 from engram_memory.host.terminal import inline
@@ -71,7 +72,7 @@ def _refusals() -> Iterator[None]:
     try:
         yield
     except ReviewError as exc:
-        fail(str(exc))
+        fail(refusal_words(exc))
     except ContractError as exc:
         fail(f"{exc.code.value}: {_(_REASONS.get(exc.code, _UNAVAILABLE))}")
 

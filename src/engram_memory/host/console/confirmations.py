@@ -21,6 +21,7 @@ from engram_memory.engine.ports.store import ConfirmationRow
 from engram_memory.host.console.context import Console, console_of, text_field
 from engram_memory.host.console.views import after_decision, fragment, live, render
 from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.words import refusal as refusal_words
 from engram_memory.host.reads import HostReadRefused, read_record
 
 APPROVAL_CHOICES_S = (60, 120, 300)
@@ -106,5 +107,5 @@ def confirmation_decide(request: Request, form: FormData) -> Response:
                 request=row.confirmation_id, tool=row.tool, target=row.target
             )
     except ConfirmationError as refused:
-        return after_decision("/confirmations", _("Not decided: {reason}").format(reason=refused))
+        return after_decision("/confirmations", _("Not decided: {reason}").format(reason=refusal_words(refused)))
     return after_decision("/confirmations", said)

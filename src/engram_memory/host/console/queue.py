@@ -21,6 +21,7 @@ from engram_memory.host.console.context import console_of, reason_field, text_fi
 from engram_memory.host.console.marks import Marker, Piece
 from engram_memory.host.console.views import after_decision, fragment, live, render
 from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.words import refusal as refusal_words
 from engram_memory.host.language.words import review_reason
 from engram_memory.host.policy_file import read_policy
 
@@ -177,7 +178,7 @@ def queue_decide(request: Request, form: FormData) -> Response:
                 candidate_id, decided_by=console.decided_by, reason_ref=reason, supersede=CHOICES[str(choice)]
             )
     except ReviewError as refused:
-        return after_decision("/queue", _("Not decided: {reason}").format(reason=refused))
+        return after_decision("/queue", _("Not decided: {reason}").format(reason=refusal_words(refused)))
     except ContractError as fault:
         return after_decision("/queue", _("Not decided: {code}.").format(code=fault.code.value))
     return after_decision("/queue", _said(decision))

@@ -20,10 +20,11 @@ from engram_memory.contract.payloads import primary_text
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.lifecycle.host_transitions import MaintenanceRefused
 from engram_memory.engine.ports.maintenance import RecordFilter
-from engram_memory.host.console.actions import OPERATIONS, outcome_line, runner
+from engram_memory.host.console.actions import form_arguments, outcome_line
 from engram_memory.host.console.context import console_of, reason_field, text_field
 from engram_memory.host.console.views import after_decision, refusal, render
 from engram_memory.host.language.catalogue import _
+from engram_memory.host.language.words import refusal as refusal_words
 from engram_memory.host.reads import HostReadRefused, previews, read_record, search_records
 from engram_memory.host.record_history import history_entry
 from engram_memory.host.transfer import TransferError, export_lines
@@ -117,7 +118,8 @@ def record_page(request: Request) -> Response:
         details=details,
         history=[history_entry(event) for event in details.history],
         content=content,
-        operations=OPERATIONS,
+        operations=console.engine.host_operations(),
+        arguments=form_arguments(console.engine.host_operations()),
         notice=request.query_params.get("notice"),
         active="records",
     )
@@ -126,29 +128,33 @@ def record_page(request: Request) -> Response:
 def record_action(request: Request, form: FormData) -> Response:
     console = console_of(request)
     record_id = request.path_params["record_id"]
-    name = text_field(form, "operation", limit=64) or ""
-    operation = OPERATIONS.get(name)
-    reason = reason_field(form)
-    other_id = text_field(form, "other_id", limit=200)
-    call = runner(name, record_id, decided_by=console.decided_by, reason=reason, other_id=other_id)
+    operations = console.engine.host_operations()
+    operation = operations.get(text_field(form, "operation", limit=64) or "")
     back = f"/records/{record_id}"
-    if operation is None or call is None:
-        return after_decision(back, _("Choose an operation (supersede needs the successor's record id)."))
+    if operation is None:
+        return after_decision(back, _("Choose an operation."))
+    reason = reason_field(form)
+    given = {argument.name: text_field(form, argument.name, limit=200) for argument in operation.arguments}
+    for argument in operation.arguments:
+        if argument.required and given[argument.name] is None:
+            needs = _("{operation} needs: {field}.").format(operation=_(operation.label), field=_(argument.label))
+            return after_decision(back, needs)
     if form.get("confirmed") != "yes":
         return render(
             request,
             "record_confirm.html",
             record_id=record_id,
-            name=name,
             operation=operation,
+            given=[(argument, given[argument.name]) for argument in operation.arguments if given[argument.name]],
             reason=reason or "",
-            other_id=other_id or "",
             active="records",
         )
     try:
-        outcome = call(console.engine)
+        outcome = console.engine.transition(
+            operation.name, record_id, decided_by=console.decided_by, reason_ref=reason, **given
+        )
     except MaintenanceRefused as refused:
-        return after_decision(back, _("Not done: {reason}").format(reason=refused))
+        return after_decision(back, _("Not done: {reason}").format(reason=refusal_words(refused)))
     except ContractError as fault:
         return after_decision(back, _("Not done: {code}.").format(code=fault.code.value))
     return after_decision(back, outcome_line(outcome))

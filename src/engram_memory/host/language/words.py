@@ -3,6 +3,7 @@ identifiers (JSON output, forms and filters keep them), and a person reads them 
 
 from __future__ import annotations
 
+from engram_memory.engine.refusals import Refused
 from engram_memory.host.language.catalogue import N_, _
 
 LABELS = {
@@ -51,3 +52,8 @@ def review_reason(reason: str) -> str:
         return _("the detector found {category}").format(category=reason.removeprefix("secret:"))
     known = REVIEW_REASONS.get(reason)
     return _(known) if known is not None else reason
+
+
+def refusal(refused: Refused) -> str:
+    """Why the engine turned a person's request down, in their language (the one wording of each refusal)."""
+    return _(refused.refusal.value).format(**refused.values)

@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engram_memory.engine.ports.operations import IndexEntry
 from engram_memory.engine.ports.rows import (
     AuditRow,
 )
@@ -34,8 +33,8 @@ from engram_memory.stores.postgres.lexemes import index_tsvector, lexeme, quoted
 from engram_memory.stores.postgres.lock_facts import LockFacts
 from engram_memory.stores.sql import postings as postings_rules
 from engram_memory.stores.sql.base import StoreInvariantError
+from engram_memory.stores.sql.queries.index_reads import FIELD_COLUMNS
 
-_FIELD_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
 AUDIT_FIELDS = tuple(field.name for field in dataclasses.fields(AuditRow))  # audit_log's columns, named alike
 # ts_rank's weights for the labels {D, C, B, A}, scaled so the heaviest field (primary, A) counts 1.
 _TOP = FIELD_WEIGHTS["primary"]
@@ -150,7 +149,7 @@ class PostgresTx(HeldRowsTx):
         if rid is None:
             raise StoreInvariantError("indexing a record that does not exist")
         self._db.execute(
-            f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {', '.join(_FIELD_COLUMNS)}, tsv)"  # noqa: S608
+            f"INSERT INTO lexical_index (rid, tenant, workspace, scope_token, {', '.join(FIELD_COLUMNS)}, tsv)"  # noqa: S608
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::tsvector)",
             (rid, scope.tenant, scope.workspace, scope_token(scope), *values, tsv),
         )
@@ -164,7 +163,7 @@ class PostgresTx(HeldRowsTx):
         self._drop_vector(scope, rid)
         row = self._db.execute(
             f"DELETE FROM lexical_index WHERE rid = ? AND tenant = ? AND workspace = ?"  # noqa: S608
-            f" RETURNING {', '.join(_FIELD_COLUMNS)}",
+            f" RETURNING {', '.join(FIELD_COLUMNS)}",
             (rid, scope.tenant, scope.workspace),
         ).fetchone()
         if row is None:
@@ -178,14 +177,14 @@ class PostgresTx(HeldRowsTx):
         if rid is None:
             return False
         row = self._db.execute(
-            f"SELECT {', '.join(_FIELD_COLUMNS)} FROM lexical_index"  # noqa: S608
+            f"SELECT {', '.join(FIELD_COLUMNS)} FROM lexical_index"  # noqa: S608
             " WHERE rid = ? AND tenant = ? AND workspace = ?",
             (rid, scope.tenant, scope.workspace),
         ).fetchone()
         values = [fields.get(name, "") for name in FIELDS]
         if row is None or [str(value) for value in row] == values:
             return False
-        assignments = ", ".join(f"{column} = ?" for column in _FIELD_COLUMNS)
+        assignments = ", ".join(f"{column} = ?" for column in FIELD_COLUMNS)
         self._db.execute(
             f"UPDATE lexical_index SET {assignments}, tsv = ?::tsvector"  # noqa: S608
             " WHERE rid = ? AND tenant = ? AND workspace = ?",
@@ -221,7 +220,7 @@ class PostgresTx(HeldRowsTx):
         if not top:
             return []
         rows = self._db.execute(
-            f"SELECT r.rid, r.record_id, {', '.join('f.' + c for c in _FIELD_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
+            f"SELECT r.rid, r.record_id, {', '.join('f.' + c for c in FIELD_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
             " FROM unnest(?::bigint[]) AS ranked (rid) JOIN records AS r ON r.rid = ranked.rid"
             " JOIN lexical_index AS f ON f.rid = r.rid"
             " WHERE r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current'"
@@ -238,7 +237,7 @@ class PostgresTx(HeldRowsTx):
 
     def _all_candidates(self, scope: Scope, terms: Sequence[str], valid_at_ms: int, limit: int) -> list[IndexedDoc]:
         rows = self._db.execute(
-            f"SELECT r.record_id, {', '.join('f.' + c for c in _FIELD_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
+            f"SELECT r.record_id, {', '.join('f.' + c for c in FIELD_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
             " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rid"
             " WHERE f.tsv @@ ?::tsquery AND f.tenant = ? AND f.workspace = ?"
             " AND r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current'"
@@ -279,27 +278,10 @@ class PostgresTx(HeldRowsTx):
         return stats
 
     # -- the index as the host's operations see it ------------------------------------------------
-    def index_entries(self, scope: Scope) -> list[IndexEntry]:
-        self._enter_tenant(scope.tenant)
-        rows = self._db.execute(
-            f"SELECT f.rid, r.record_id, r.tenant, r.workspace, {', '.join('f.' + c for c in _FIELD_COLUMNS)}"  # noqa: S608
-            " FROM lexical_index AS f LEFT JOIN records AS r ON r.rid = f.rid"
-            " WHERE f.tenant = ? AND f.workspace = ? ORDER BY f.rid",
-            (scope.tenant, scope.workspace),
-        ).fetchall()
-        return [
-            IndexEntry(
-                rowid=int(row[0]),
-                record_id=row[1],
-                record_scope=None if row[1] is None else Scope(tenant=row[2], workspace=row[3]),
-                fields={name: str(value or "") for name, value in zip(FIELDS, row[4:], strict=True)},
-            )
-            for row in rows
-        ]
+    _INDEX_KEY = "rid"
 
-    def index_row_count(self) -> int:
-        # Spans scopes on purpose: the verifier compares the whole index with every current record.
-        return int(self._db.execute("SELECT count(*) FROM lexical_index").fetchone()[0])
+    def _index_scope(self, scope: Scope) -> tuple[str, Sequence[Any]]:
+        return "f.tenant = ? AND f.workspace = ?", (scope.tenant, scope.workspace)
 
     def index_integrity_ok(self) -> bool:
         """PostgreSQL's equivalent of FTS5's integrity-check: every stored tsvector is what its tokens
@@ -318,14 +300,6 @@ class PostgresTx(HeldRowsTx):
         if not all(scope_token(Scope(tenant=t, workspace=w)) == token for t, w, token in tokens):
             return False
         return postings.consistent(self._db)
-
-    def indexed_counts(self) -> dict[Scope | None, int]:
-        # Spans scopes on purpose: statistics are the host's view of the whole store.
-        rows = self._db.execute(
-            "SELECT r.tenant, r.workspace, count(*) FROM lexical_index AS f LEFT JOIN records AS r ON r.rid = f.rid"
-            " GROUP BY r.tenant, r.workspace"
-        )
-        return {(None if row[0] is None else Scope(row[0], row[1])): int(row[2]) for row in rows}
 
 
 def _indexed_doc(row: Sequence[Any]) -> IndexedDoc:

@@ -13,16 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram_memory.engine.ports.faults import StoreFault
-from engram_memory.engine.ports.operations import IndexEntry
 from engram_memory.engine.ports.store import IndexedDoc, Scope
 from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
+from engram_memory.stores.sql.queries.index_reads import FIELD_COLUMNS
 from engram_memory.stores.sql.queries.transaction import SqlTx
 from engram_memory.stores.sqlite import postings
 from engram_memory.stores.sqlite.faults import sqlite_fault
 
-FTS_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
-_CONTENT_FILTER = "{" + " ".join(FTS_COLUMNS) + "}"
+_CONTENT_FILTER = "{" + " ".join(FIELD_COLUMNS) + "}"
 _BM25_WEIGHTS = ", ".join(["0.0", *(repr(FIELD_WEIGHTS[name]) for name in FIELDS)])
 
 
@@ -94,7 +93,7 @@ class SQLiteTx(SqlTx):
         if rid is None:
             return False
         row = self._db.execute(
-            f"SELECT {', '.join(FTS_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
+            f"SELECT {', '.join(FIELD_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
             (rid,),
         ).fetchone()
         if row is None or [str(value or "") for value in row] == [fields.get(name, "") for name in FIELDS]:
@@ -108,7 +107,7 @@ class SQLiteTx(SqlTx):
         """The FTS5 row and its postings; returns the field texts in FIELDS order."""
         values = [fields.get(name, "") for name in FIELDS]
         self._db.execute(
-            f"INSERT INTO lexical_index (rowid, scope, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+            f"INSERT INTO lexical_index (rowid, scope, {', '.join(FIELD_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
             (rid, scope_token(scope), *values),
         )
         fields_of = dict(zip(FIELDS, values, strict=True))
@@ -121,7 +120,7 @@ class SQLiteTx(SqlTx):
     def _delete_entry(self, scope: Scope, rid: int) -> list[str] | None:
         """Deletes the FTS5 row and its postings; returns its field texts, or None when there was none."""
         row = self._db.execute(
-            f"SELECT {', '.join(FTS_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
+            f"SELECT {', '.join(FIELD_COLUMNS)} FROM lexical_index WHERE rowid = ?",  # noqa: S608
             (rid,),
         ).fetchone()
         if row is None:
@@ -182,7 +181,7 @@ class SQLiteTx(SqlTx):
     def _eligible_rows(self, scope: Scope, rids: Sequence[int], valid_at_ms: int) -> list[tuple[Any, ...]]:
         return list(
             self._db.execute(
-                f"SELECT r.rid, r.record_id, {', '.join('f.' + c for c in FTS_COLUMNS)},"  # noqa: S608
+                f"SELECT r.rid, r.record_id, {', '.join('f.' + c for c in FIELD_COLUMNS)},"  # noqa: S608
                 " r.valid_from_ms, r.valid_to_ms"
                 # CROSS JOIN keeps this order: each ranked rowid looked up, never a scan of the scope.
                 " FROM json_each(?) AS ranked CROSS JOIN records AS r ON r.rid = ranked.value"
@@ -196,7 +195,7 @@ class SQLiteTx(SqlTx):
 
     def _all_candidates(self, scope: Scope, match: str, valid_at_ms: int, limit: int) -> list[IndexedDoc]:
         rows = self._db.execute(
-            f"SELECT r.record_id, {', '.join('f.' + c for c in FTS_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
+            f"SELECT r.record_id, {', '.join('f.' + c for c in FIELD_COLUMNS)}, r.valid_from_ms, r.valid_to_ms"  # noqa: S608
             " FROM lexical_index AS f JOIN records AS r ON r.rid = f.rowid"
             " WHERE lexical_index MATCH ? AND r.tenant = ? AND r.workspace = ? AND r.state = 'accepted_current'"
             " AND r.valid_from_ms <= ? AND (r.valid_to_ms IS NULL OR r.valid_to_ms >= ?)"
@@ -210,26 +209,10 @@ class SQLiteTx(SqlTx):
         return postings.doc_counts(self._settled(), scope, terms)
 
     # -- the index as the host's operations see it ------------------------------------------------
-    def index_entries(self, scope: Scope) -> list[IndexEntry]:
-        rows = self._db.execute(
-            f"SELECT f.rowid, r.record_id, r.tenant, r.workspace, {', '.join('f.' + c for c in FTS_COLUMNS)}"  # noqa: S608
-            " FROM lexical_index AS f LEFT JOIN records AS r ON r.rid = f.rowid"
-            " WHERE lexical_index MATCH ? ORDER BY f.rowid",
-            ('scope : "' + scope_token(scope) + '"',),
-        ).fetchall()
-        return [
-            IndexEntry(
-                rowid=int(row[0]),
-                record_id=row[1],
-                record_scope=None if row[1] is None else Scope(tenant=row[2], workspace=row[3]),
-                fields={name: str(value or "") for name, value in zip(FIELDS, row[4:], strict=True)},
-            )
-            for row in rows
-        ]
+    _INDEX_KEY = "rowid"
 
-    def index_row_count(self) -> int:
-        # Spans scopes on purpose: rows under a token no scope owns show up only in the total.
-        return int(self._db.execute("SELECT count(*) FROM lexical_index").fetchone()[0])
+    def _index_scope(self, scope: Scope) -> tuple[str, Sequence[Any]]:
+        return "lexical_index MATCH ?", ('scope : "' + scope_token(scope) + '"',)
 
     def index_integrity_ok(self) -> bool:
         """FTS5's own check, then the postings and term counts against the FTS5 rows."""
@@ -240,11 +223,3 @@ class SQLiteTx(SqlTx):
                 return False
             raise
         return postings.consistent(self._settled())
-
-    def indexed_counts(self) -> dict[Scope | None, int]:
-        # Spans scopes on purpose: statistics are the host's view of the whole store.
-        rows = self._db.execute(
-            "SELECT r.tenant, r.workspace, count(*) FROM lexical_index AS f LEFT JOIN records AS r ON r.rid = f.rowid"
-            " GROUP BY r.tenant, r.workspace"
-        )
-        return {(None if row[0] is None else Scope(row[0], row[1])): int(row[2]) for row in rows}

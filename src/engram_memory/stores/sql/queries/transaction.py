@@ -27,6 +27,7 @@ from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.connection import SqlConnection
 from engram_memory.stores.sql.queries.confirmations import ConfirmationQueries
+from engram_memory.stores.sql.queries.index_reads import IndexReads
 from engram_memory.stores.sql.queries.maintenance import MaintenanceQueries
 from engram_memory.stores.sql.queries.operations import OperationsQueries
 from engram_memory.stores.sql.queries.review import ReviewQueries
@@ -49,7 +50,7 @@ LEN_COLUMNS = tuple(f"len_{name}" for name in FIELDS)
 ENDED_OWNERS_CHUNK = 500  # owner ids per statement: twice this many parameters, under SQLite's limit
 
 
-class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQueries, VectorQueries):
+class SqlTx(ConfirmationQueries, ReviewQueries, MaintenanceQueries, OperationsQueries, VectorQueries, IndexReads):
     """One open transaction; the store begins and ends it. Subclasses add the full-text index."""
 
     def __init__(self, connection: SqlConnection) -> None:
