@@ -15,6 +15,7 @@ from engram_memory.contract.errors import PROTOCOL_FAULT_MESSAGES, PROTOCOL_FAUL
 from engram_memory.contract.schemas import schema_for_validation
 from engram_memory.contract.states import AGENT_OPERATIONS, PERFORMED_BY, Operation
 from engram_memory.contract.tools import ALL_TOOLS, ALWAYS_GATED_TOOLS, READ_ONLY_TOOLS, SUMMARIES, Tool
+from engram_memory.host.cli import records
 from engram_memory.host.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,19 +46,30 @@ def test_the_contract_holds_every_fact_the_tables_show() -> None:
         assert line and "\n" not in line, line
 
 
-def test_generated_tables_match_the_contract() -> None:
-    docs = _generated_docs()
-    names = {str(path.relative_to(ROOT)) for path in docs}
-    assert {"README.md", "docs/tools.md", "docs/errors.md", "docs/lifecycle.md"} <= names
+def _cog_check(docs: list[Path]) -> tuple[int, str]:
     out, err = io.StringIO(), io.StringIO()
     cog = Cog()
     cog.set_output(stdout=out, stderr=err)
     argv = ["cog", "--check", "--diff", "--verbosity=1", "--check-fail-msg=run `make docs`", "-I", str(ROOT)]
     status = cog.main([*argv, *map(str, docs)])
+    return status, out.getvalue() + err.getvalue()
+
+
+def test_generated_tables_match_the_contract() -> None:
+    docs = _generated_docs()
+    names = {str(path.relative_to(ROOT)) for path in docs}
+    assert {"README.md", "docs/tools.md", "docs/errors.md", "docs/lifecycle.md", "docs/cli-reference.md"} <= names
+    status, said = _cog_check(docs)
     assert status == 0, (
-        "a table in README.md or docs/ no longer matches src/engram_memory/contract: run `make docs` "
-        f"(cog exited {status})\n{out.getvalue()}{err.getvalue()}"
+        "a generated table or reference in README.md or docs/ no longer matches the code: run `make docs` "
+        f"(cog exited {status})\n{said}"
     )
+
+
+def test_a_command_whose_help_changed_without_make_docs_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records.expire_due_command, "__doc__", "Expire what is due (said another way).")
+    status, said = _cog_check([ROOT / "docs" / "cli-reference.md"])
+    assert status != 0 and "said another way" in said and "run `make docs`" in said
 
 
 @pytest.mark.parametrize("tool", ALL_TOOLS, ids=[tool.value for tool in ALL_TOOLS])
