@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from engram_memory.contract.checks import ORDER_OF_CHECKS
 from engram_memory.contract.errors import (
     PROTOCOL_FAULT_MESSAGES,
     PROTOCOL_FAULT_WHEN,
@@ -161,3 +162,10 @@ def transitions() -> str:
             (f"{operation.value} ({_performers(operation)})", source_text, _states(targets, record_order, " or "))
         )
     return table(("operation (who)", "from", "to"), rows)
+
+
+def order_of_checks() -> str:
+    """The numbered list of docs/tools.md's "Order of checks"."""
+    lines = [f"{n}. {check.value}: {answer};" for n, (check, answer) in enumerate(ORDER_OF_CHECKS.items(), 1)]
+    lines[-1] = lines[-1].removesuffix(";") + "."
+    return "\n" + "\n".join(lines) + "\n"
