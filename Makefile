@@ -21,9 +21,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
+# Python writes the bytecode of what it compiles (and pytest its rewritten tests) beside the sources, even
+# where the environment turns that off: each of the suite's processes would otherwise compile everything again.
+unexport PYTHONDONTWRITEBYTECODE
+
 # Two workers (pytest-xdist): each has its own PostgreSQL cluster and template home; worksteal evens out
-# the long tests at the end.
-unit: $(STAMP) system-packages $(NODE_STAMP)
+# the long tests at the end. Tests marked `slow` or `long` (tests/conftest.py) are left to test-slow.
+unit: $(STAMP) system-packages
 	$(BIN)/pytest -n 2 --dist worksteal
 
 # PostgreSQL's server binaries, Chromium with chromedriver, and Node with npm, from apt when missing.
@@ -37,14 +41,15 @@ $(NODE_STAMP): tests/node/package-lock.json | system-packages
 
 test: lint unit
 
-# The stress tests at full size (marked `slow`; their short forms run in `unit`).
+# The stress tests at full size (marked `slow`; their short forms run in `unit`) and the tests that take
+# seconds each (marked `long`: several real processes, Chromium, the Node tools, large inputs).
 test-slow: $(STAMP) system-packages $(NODE_STAMP)
-	$(BIN)/pytest -m slow
+	$(BIN)/pytest -n 2 --dist worksteal -m 'slow or long'
 
 # Issue 14's adversarial suite at its full size, then its summary table (a short form runs in `unit`).
 reliability: $(STAMP) system-packages $(NODE_STAMP)
 	rm -f .reliability.jsonl
-	ENGRAM_RELIABILITY=full ENGRAM_RELIABILITY_REPORT=.reliability.jsonl $(BIN)/pytest tests/reliability tests/mcp/test_multiprocess.py
+	ENGRAM_RELIABILITY=full ENGRAM_RELIABILITY_REPORT=.reliability.jsonl $(BIN)/pytest -m 'not slow' tests/reliability tests/mcp/test_multiprocess.py
 	$(BIN)/python -m tests.reliability.summary .reliability.jsonl
 
 # Rewrite the tables of README.md and docs/ that restate src/engram_memory/contract, and docs/cli-reference.md

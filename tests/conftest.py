@@ -117,3 +117,78 @@ LONG_FIRST = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A stable sort: within each group, pytest's own order (which keeps shared fixtures together) stays."""
     items.sort(key=lambda item: 0 if item.nodeid.startswith(LONG_FIRST) else 1)
+
+
+# -- `long`: what `make test` leaves to `make test-slow` -------------------------------------------------
+# Tests that take seconds each because they start several real processes, drive Chromium or the Node tools,
+# or feed a large input; `make test-slow` (and so CI) runs them, `make test` stays within five minutes.
+# What they show in the large is shown in the small by the in-process suite (the contract through the
+# SDK's in-memory client, the CLI's entry point in process), and a few real processes per transport stay in
+# `make test`: tests/mcp/test_stdio_transport.py and the handshake over stdio, the `process` tests of the
+# CLI, tests/mcp/test_http.py's servers, one console process.
+LONG = (
+    # make reliability runs these at full size
+    "tests/reliability/",
+    "tests/mcp/test_multiprocess.py",
+    # Chromium
+    "tests/host/console/test_browser.py",
+    "tests/host/console/test_browser_languages.py",
+    "tests/host/oauth/test_sign_in_provider.py",
+    # the Node tools: the official conformance suites, the Inspector, Claude Code, the o200k tokenizer
+    "tests/host/oauth/test_claude_code.py",
+    "tests/host/oauth/test_conformance_authorization.py",
+    "tests/mcp/test_conformance_suite.py",
+    "tests/mcp/test_inspector_cli.py",
+    "tests/mcp/test_token_budget.py",
+    "tests/test_readme_clients.py",
+    # several server processes, or one per case
+    "tests/mcp/test_stdio_semantic.py",
+    "tests/mcp/test_http_semantic.py",
+    "tests/mcp/test_stdio_erasure.py",
+    "tests/mcp/test_stdio_concurrent_writes.py",
+    "tests/mcp/test_stdio_revocation.py",
+    "tests/mcp/test_stdio_review.py",
+    "tests/mcp/test_stdio_bad_lines.py",
+    "tests/mcp/test_stdio_handshake.py::test_a_handshake_without_a_usable_binding_is_refused_naming_why",
+    "tests/mcp/test_stdio_context.py::test_connecting_without_a_usable_binding_is_refused_with_the_reason",
+    "tests/mcp/test_http.py::test_serve_http_",
+    "tests/client/test_memory_client.py",
+    "tests/host/serve/test_http_guard.py",
+    "tests/host/serve/test_observability.py",
+    "tests/host/serve/test_stdio.py::test_serve_expires_due_records_when_it_starts",
+    "tests/host/oauth/test_sign_in_https.py",
+    "tests/host/oauth/test_sign_in_flow.py",
+    "tests/host/cli/test_app.py::test_demo_",
+    "tests/host/cli/test_app.py::test_serve_",
+    "tests/host/cli/test_app.py::test_host_command_fails_with_one_line_when_home_is_missing",
+    "tests/host/cli/test_bindings.py::test_a_server_without_a_usable_binding_refuses_the_connection_and_says_why",
+    "tests/host/cli/test_bindings.py::test_serve_reads_its_binding_from_a_file",
+    "tests/host/cli/test_bindings.py::test_a_renewed_binding_file_takes_effect_without_a_restart",
+    "tests/host/cli/test_bindings.py::test_an_expired_or_revoked_binding_is_refused_at_connection_with_its_id",
+    "tests/host/cli/test_bindings.py::test_a_grantless_binding_connects_and_lists_no_tools",
+    "tests/host/cli/test_client_config.py::test_each_stdio_snippet_launches_a_server_that_serves_the_binding",
+    "tests/host/cli/test_client_config.py::test_each_http_snippet_reaches_a_running_server_with_its_header",
+    "tests/host/cli/test_operations.py::test_serve_",
+    "tests/host/cli/test_records.py::test_failures_are_one_line_and_change_nothing",
+    "tests/host/cli/test_first_hour.py::test_a_port_in_use_is_named_with_what_to_do",
+    "tests/host/cli/test_languages.py::test_what_a_client_reads_stays_in_english_whatever_the_hosts_locale",
+    "tests/host/console/test_console_process.py::test_a_session_shows_memory_text_but_the_process_logs_none",
+    "tests/host/console/test_console_process.py::test_garbage_bytes_and_idle_connections_do_not_take_the_console",
+    "tests/host/recovery/test_disaster_recovery.py::test_archive_and_recovery_key_rebuild_a_deleted_home",
+    "tests/host/keys/test_rotation.py::test_rotation_killed_midway_resumes",
+    "tests/engine/recall/test_graph_build.py::test_a_server_stopped_during_a_build_exits_cleanly",
+    # large inputs
+    "tests/engine/test_verify.py::test_verify_reads_a_long_journal_as_it_streams",
+    "tests/engine/test_secrets.py::test_adversarial_megabyte_scans_quickly",
+    "tests/engine/test_languages.py::test_an_8_kib_query_",
+    "tests/engine/recall/test_text.py::test_tokens_survive_fts5_unicode61_when_any_code_point_is_inside_a_word",
+    "tests/embeddings/test_loader.py::test_the_shipped_centroids_are_the_calibration_sentences_means",
+    "tests/embeddings/test_quantize.py::test_the_integer_graph_stays_close_to_the_float_one",
+    "tests/embeddings/test_e5.py::test_a_text_longer_than_the_model_is_read_in_windows",
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.nodeid.startswith(LONG):
+        item.add_marker(pytest.mark.long)

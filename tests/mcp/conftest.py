@@ -14,7 +14,7 @@ import pytest
 
 from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import ERAS, HostCli, Pool
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent
 from tests.support.homes import STORES, home_on
 
 
@@ -47,12 +47,12 @@ def era(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def alice_era(pool: Pool, era: str) -> StdioAgent:
+def alice_era(pool: Pool, era: str) -> McpAgent:
     """Alice's fully granted agent in tenant-a/workspace-1, in the era under test."""
     return pool.agent("alice", era)
 
 
 @pytest.fixture(scope="session")
-def alice_modern(pool: Pool) -> StdioAgent:
+def alice_modern(pool: Pool) -> McpAgent:
     """Alice's fully granted agent in the modern era, for tests that are not about the era."""
     return pool.agent("alice", "auto")

@@ -1,8 +1,8 @@
-"""Shared pieces of the stdio conformance suite: a pool of running servers, the host CLI, envelope checks.
+"""Shared pieces of the conformance suite: a pool of servers, the host CLI, envelope checks.
 
-Everything here drives real processes: `StdioAgent` is the SDK client over stdio to `engram-memory serve`,
-`HostCli` runs the real host command line in a subprocess, and the store is read as the SQLite file (or
-raw bytes) it is on disk. Nothing is mocked.
+Nothing is mocked: `ServedAgent` is the SDK client joined in process to the server `engram-memory serve`
+builds, `StdioAgent` the same client over stdio to a real `serve` process, `HostCli` runs the real host
+command line's entry point, and the store is read as the SQLite file (or database) it is.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from engram_memory.contract.errors import MESSAGES, ErrorCode
 from engram_memory.host.settings import HostPaths
 from tests.host.clirun import cli
-from tests.support.agents import StdioAgent, refusal_message
+from tests.support.agents import McpAgent, ServedAgent, ServedHome, StdioAgent, refusal_message
 from tests.support.homes import Issued, bind, engine_for, make_home
 from tests.support.payloads import PURPOSE, capture_args, unique_key
 from tests.support.raw import POSTGRES, raw_store, readable_in_store, store_kind
@@ -125,18 +125,18 @@ def without_audit(envelope: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in envelope.items() if name != "auditId"}
 
 
-def protocol_error(agent: StdioAgent, tool: str, arguments: dict[str, Any] | None) -> MCPError:
+def protocol_error(agent: McpAgent, tool: str, arguments: dict[str, Any] | None) -> MCPError:
     with pytest.raises(MCPError) as caught:
         agent.raw_call(tool, arguments)
     return caught.value
 
 
-def assert_trusted_context_unavailable(agent: StdioAgent, tool: str, arguments: dict[str, Any] | None) -> None:
+def assert_trusted_context_unavailable(agent: McpAgent, tool: str, arguments: dict[str, Any] | None) -> None:
     error = protocol_error(agent, tool, arguments)
     assert (error.error.code, error.error.message) == (TRUSTED_CONTEXT_CODE, TRUSTED_CONTEXT_MESSAGE)
 
 
-def assert_unknown_tool(agent: StdioAgent, tool: str, arguments: dict[str, Any] | None) -> None:
+def assert_unknown_tool(agent: McpAgent, tool: str, arguments: dict[str, Any] | None) -> None:
     error = protocol_error(agent, tool, arguments)
     assert (error.error.code, error.error.message) == (UNKNOWN_TOOL_CODE, UNKNOWN_TOOL_MESSAGE)
 
@@ -163,17 +163,17 @@ def key16() -> str:
     return "k16-" + secrets.token_hex(6)
 
 
-def capture(agent: StdioAgent, text: str, **knobs: Any) -> dict[str, Any]:
+def capture(agent: McpAgent, text: str, **knobs: Any) -> dict[str, Any]:
     value = ok_value(agent.call(CAPTURE, capture_args(text, **knobs)))
     assert value["status"] == "committed_pending", value
     return value
 
 
-def admit(agent: StdioAgent, candidate_id: str, key: str | None = None) -> dict[str, Any]:
+def admit(agent: McpAgent, candidate_id: str, key: str | None = None) -> dict[str, Any]:
     return ok_value(agent.call(ADMIT, {"candidate_id": candidate_id, "idempotency_key": key or unique_key("admit")}))
 
 
-def remember(agent: StdioAgent, text: str, **knobs: Any) -> tuple[str, str]:
+def remember(agent: McpAgent, text: str, **knobs: Any) -> tuple[str, str]:
     """Capture and admit `text`; returns (candidate_id, record_id) of the accepted record."""
     captured = capture(agent, text, **knobs)
     outcome = admit(agent, captured["candidate_id"])["outcome"]
@@ -181,15 +181,15 @@ def remember(agent: StdioAgent, text: str, **knobs: Any) -> tuple[str, str]:
     return captured["candidate_id"], outcome["record_id"]
 
 
-def search(agent: StdioAgent, query: str, purpose: str = PURPOSE, **params: Any) -> dict[str, Any]:
+def search(agent: McpAgent, query: str, purpose: str = PURPOSE, **params: Any) -> dict[str, Any]:
     return agent.call(SEARCH, {"query": query, "purpose_ref": purpose, **params})
 
 
-def get(agent: StdioAgent, record_id: str, purpose: str = PURPOSE, **params: Any) -> dict[str, Any]:
+def get(agent: McpAgent, record_id: str, purpose: str = PURPOSE, **params: Any) -> dict[str, Any]:
     return agent.call(GET, {"record_id": record_id, "purpose_ref": purpose, **params})
 
 
-def found_ids(agent: StdioAgent, query: str) -> list[str]:
+def found_ids(agent: McpAgent, query: str) -> list[str]:
     return [packet["record"]["record_id"] for packet in ok_value(search(agent, query))["records"]]
 
 
@@ -292,7 +292,7 @@ def confirmation_rows(paths: HostPaths, targets: set[str]) -> list[Any]:
         return [row for row, _ in engine.confirmations(include_decided=True) if row.target in targets]
 
 
-def forget_now(agent: StdioAgent, paths: HostPaths, record_id: str) -> dict[str, Any]:
+def forget_now(agent: McpAgent, paths: HostPaths, record_id: str) -> dict[str, Any]:
     """Forget with the human gate passed: first call gate_failed, host approves, identical retry executes."""
     arguments = forget_args(record_id)
     assert_failure(agent.call(FORGET, arguments), "gate_failed")
@@ -300,7 +300,7 @@ def forget_now(agent: StdioAgent, paths: HostPaths, record_id: str) -> dict[str,
     return ok_value(agent.call(FORGET, arguments))
 
 
-def withdraw_now(agent: StdioAgent, paths: HostPaths, candidate_id: str) -> dict[str, Any]:
+def withdraw_now(agent: McpAgent, paths: HostPaths, candidate_id: str) -> dict[str, Any]:
     arguments = withdraw_args(candidate_id)
     assert_failure(agent.call(WITHDRAW, arguments), "gate_failed")
     approve_in_process(paths, candidate_id)
@@ -340,14 +340,20 @@ def policy_with(paths: HostPaths, **settings: str) -> str:
 
 
 class Pool:
-    """Servers started once per (binding, era) and shared; closed together at the end of the scope."""
+    """Servers built once per (binding, era) and shared; closed together at the end of the scope.
+
+    `agent` joins the SDK's client to the server `serve` builds, in this process (the contract's
+    behaviour, whatever the transport); `stdio_agent` and `refusal` start the real `serve` process, for
+    what only the stdio transport shows (the handshake's refusal of a binding that cannot be used)."""
 
     def __init__(self, paths: HostPaths, scratch: Path) -> None:
         self.paths = paths
         self.host = HostCli(paths)
         self._scratch = scratch
         self._issued: dict[str, Issued] = {}
-        self._agents: dict[tuple[str, str], StdioAgent] = {}
+        self._served: ServedHome | None = None
+        self._agents: dict[tuple[str, str], ServedAgent] = {}
+        self._stdio: dict[tuple[str, str], StdioAgent] = {}
 
     def issued(self, name: str) -> Issued:
         if name not in self._issued:
@@ -364,22 +370,34 @@ class Pool:
             return bind(forger)
         return bind(self.paths, **BINDINGS[name])
 
-    def agent(self, name: str, era: str = "auto") -> StdioAgent:
+    def _token(self, name: str) -> str | None:
+        return None if name == "none" else self.issued(name).token
+
+    def agent(self, name: str, era: str = "auto") -> ServedAgent:
         if (name, era) not in self._agents:
-            token = None if name == "none" else self.issued(name).token
-            self._agents[name, era] = StdioAgent(self.paths.home, token, mode=era)
+            if self._served is None:
+                self._served = ServedHome(self.paths)
+            self._agents[name, era] = ServedAgent(self._served, self._token(name), mode=era)
         return self._agents[name, era]
+
+    def stdio_agent(self, name: str, era: str = "auto") -> StdioAgent:
+        if (name, era) not in self._stdio:
+            self._stdio[name, era] = StdioAgent(self.paths.home, self._token(name), mode=era)
+        return self._stdio[name, era]
 
     def refusal(self, name: str, era: str) -> str:
         """The message of the -32603 a server bound by `name` answers a client connecting in `era` with."""
-        token = None if name == "none" else self.issued(name).token
-        return refusal_message(lambda: StdioAgent(self.paths.home, token, mode=era))
+        return refusal_message(lambda: StdioAgent(self.paths.home, self._token(name), mode=era))
 
     def close(self) -> None:
-        for agent in self._agents.values():
+        for agent in [*self._agents.values(), *self._stdio.values()]:
             with suppress(Exception):
                 agent.close()
         self._agents.clear()
+        self._stdio.clear()
+        if self._served is not None:
+            self._served.close()
+            self._served = None
 
 
 def sample_args(tool: str, purpose: str = PURPOSE) -> dict[str, Any]:

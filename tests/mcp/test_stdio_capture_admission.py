@@ -31,11 +31,9 @@ from tests.mcp.helpers import (
     unique_word,
     withdraw_now,
 )
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent
 from tests.support.homes import STORES, home_on
 from tests.support.payloads import capture_args, unique_key
-
-pytestmark = pytest.mark.stdio
 
 AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
 GOLDEN_DIGEST = "sha256:df5abcbf1d1091794c1f37efcd89e5f7bd6b91afa631e29f084178d35c55e913"
@@ -79,7 +77,7 @@ def _instant(delta: timedelta) -> str:
 # -- capture --------------------------------------------------------------------------------------
 
 
-def test_capture_committed_pending_shape(alice_modern: StdioAgent) -> None:
+def test_capture_committed_pending_shape(alice_modern: McpAgent) -> None:
     value = ok_value(alice_modern.call(CAPTURE, capture_args(f"Shape {unique_word()} of a capture.")))
     assert set(value) == {"status", "candidate_id", "record_digest", "cursor", "transaction_receipt_digest"}
     assert value["status"] == "committed_pending"
@@ -91,24 +89,24 @@ def test_capture_committed_pending_shape(alice_modern: StdioAgent) -> None:
     assert isinstance(value["cursor"], int) and not isinstance(value["cursor"], bool) and value["cursor"] >= 1
 
 
-def test_capture_cursor_dense_per_scope(alice_modern: StdioAgent) -> None:
+def test_capture_cursor_dense_per_scope(alice_modern: McpAgent) -> None:
     first = capture(alice_modern, f"Dense {unique_word()} one.")
     second = capture(alice_modern, f"Dense {unique_word()} two.")
     assert second["cursor"] == first["cursor"] + 1
 
 
-def test_pending_candidate_not_searchable(alice_modern: StdioAgent) -> None:
+def test_pending_candidate_not_searchable(alice_modern: McpAgent) -> None:
     word = unique_word("pending")
     capture(alice_modern, f"The {word} decision is still pending.")
     assert found_ids(alice_modern, word) == []
 
 
-def test_pending_candidate_id_not_a_record_id_for_get(alice_modern: StdioAgent) -> None:
+def test_pending_candidate_id_not_a_record_id_for_get(alice_modern: McpAgent) -> None:
     pending = capture(alice_modern, f"Candidate {unique_word()} is no record.")
     assert_failure(get(alice_modern, pending["candidate_id"]), "INVALID_SCHEMA")
 
 
-def test_candidate_id_forced_into_record_shape_not_found(alice_modern: StdioAgent) -> None:
+def test_candidate_id_forced_into_record_shape_not_found(alice_modern: McpAgent) -> None:
     pending = capture(alice_modern, f"Candidate {unique_word()} forced shape.")
     body = pending["candidate_id"].partition("_")[2]
     assert_failure(get(alice_modern, "mem_" + body), "NOT_FOUND")
@@ -117,7 +115,7 @@ def test_candidate_id_forced_into_record_shape_not_found(alice_modern: StdioAgen
 # -- admission ------------------------------------------------------------------------------------
 
 
-def test_admission_accepted_with_record_id(alice_modern: StdioAgent) -> None:
+def test_admission_accepted_with_record_id(alice_modern: McpAgent) -> None:
     pending = capture(alice_modern, f"Accept {unique_word()} decision with rationale.")
     value = admit(alice_modern, pending["candidate_id"])
     assert set(value) == {"outcome", "replayed"}
@@ -139,7 +137,7 @@ def test_admission_accepted_with_record_id(alice_modern: StdioAgent) -> None:
     assert DIGEST_RE.fullmatch(outcome["transaction_receipt_digest"])
 
 
-def test_accepted_record_searchable_and_gettable(alice_modern: StdioAgent) -> None:
+def test_accepted_record_searchable_and_gettable(alice_modern: McpAgent) -> None:
     word = unique_word("accepted")
     pending = capture(alice_modern, f"The {word} convention is admitted.")
     record_id = admit(alice_modern, pending["candidate_id"])["outcome"]["record_id"]
@@ -150,12 +148,12 @@ def test_accepted_record_searchable_and_gettable(alice_modern: StdioAgent) -> No
     assert record["components"][0]["text"] == f"The {word} convention is admitted."
 
 
-def test_omitted_retention_defaults_to_make_ineligible(alice_modern: StdioAgent) -> None:
+def test_omitted_retention_defaults_to_make_ineligible(alice_modern: McpAgent) -> None:
     _, record_id = remember(alice_modern, f"Default retention {unique_word()}.")
     assert ok_value(get(alice_modern, record_id))["record"]["retention"] == {"derivative_rule": "make-ineligible"}
 
 
-def test_identical_content_new_key_duplicate_exact(alice_modern: StdioAgent) -> None:
+def test_identical_content_new_key_duplicate_exact(alice_modern: McpAgent) -> None:
     word = unique_word("twin")
     text = f"The {word} fact is captured twice."
     first = capture(alice_modern, text)
@@ -170,26 +168,26 @@ def test_identical_content_new_key_duplicate_exact(alice_modern: StdioAgent) -> 
     assert found_ids(alice_modern, word) == [record_id]
 
 
-def test_admission_unknown_candidate_not_found(alice_modern: StdioAgent) -> None:
+def test_admission_unknown_candidate_not_found(alice_modern: McpAgent) -> None:
     envelope = alice_modern.call(ADMIT, {"candidate_id": "cand_" + "q" * 26, "idempotency_key": unique_key("admit")})
     assert_failure(envelope, "NOT_FOUND")
 
 
-def test_admission_rejected_candidate_new_key_already_terminal(alice_modern: StdioAgent) -> None:
+def test_admission_rejected_candidate_new_key_already_terminal(alice_modern: McpAgent) -> None:
     pending = capture(alice_modern, f"Deploy key {AWS_KEY_ID} for {unique_word()}.")
     assert admit(alice_modern, pending["candidate_id"])["outcome"]["status"] == "rejected"
     again = alice_modern.call(ADMIT, {"candidate_id": pending["candidate_id"], "idempotency_key": unique_key("again")})
     assert_failure(again, "ALREADY_TERMINAL")
 
 
-def test_admission_withdrawn_candidate_new_key_already_terminal(pool: Pool, alice_modern: StdioAgent) -> None:
+def test_admission_withdrawn_candidate_new_key_already_terminal(pool: Pool, alice_modern: McpAgent) -> None:
     pending = capture(alice_modern, f"Withdrawn {unique_word()} draft.")
     withdraw_now(alice_modern, pool.paths, pending["candidate_id"])
     again = alice_modern.call(ADMIT, {"candidate_id": pending["candidate_id"], "idempotency_key": unique_key("again")})
     assert_failure(again, "ALREADY_TERMINAL")
 
 
-def test_admission_accepted_candidate_new_key_illegal_transition(alice_modern: StdioAgent) -> None:
+def test_admission_accepted_candidate_new_key_illegal_transition(alice_modern: McpAgent) -> None:
     candidate_id, _ = remember(alice_modern, f"Admitted once {unique_word()}.")
     again = alice_modern.call(ADMIT, {"candidate_id": candidate_id, "idempotency_key": unique_key("again")})
     assert_failure(again, "ILLEGAL_TRANSITION")
@@ -198,31 +196,31 @@ def test_admission_accepted_candidate_new_key_illegal_transition(alice_modern: S
 # -- retention and reconciliation -------------------------------------------------------------------
 
 
-def test_retain_without_host_permission_unauthorized(alice_modern: StdioAgent) -> None:
+def test_retain_without_host_permission_unauthorized(alice_modern: McpAgent) -> None:
     arguments = capture_args(f"Retain {unique_word()}.", retention={"derivative_rule": "retain"})
     assert_failure(alice_modern.call(CAPTURE, arguments), "UNAUTHORIZED")
 
 
-def test_expires_at_in_past_invalid_schema(alice_modern: StdioAgent) -> None:
+def test_expires_at_in_past_invalid_schema(alice_modern: McpAgent) -> None:
     retention = {"derivative_rule": "make-ineligible", "expires_at": _instant(-timedelta(minutes=5))}
     arguments = capture_args(f"Past expiry {unique_word()}.", retention=retention)
     assert_failure(alice_modern.call(CAPTURE, arguments), "INVALID_SCHEMA")
 
 
-def test_expires_at_beyond_host_cap_unauthorized(alice_modern: StdioAgent) -> None:
+def test_expires_at_beyond_host_cap_unauthorized(alice_modern: McpAgent) -> None:
     retention = {"derivative_rule": "make-ineligible", "expires_at": _instant(timedelta(days=366))}
     arguments = capture_args(f"Far expiry {unique_word()}.", retention=retention)
     assert_failure(alice_modern.call(CAPTURE, arguments), "UNAUTHORIZED")
 
 
-def test_expires_at_within_cap_kept_on_record(alice_modern: StdioAgent) -> None:
+def test_expires_at_within_cap_kept_on_record(alice_modern: McpAgent) -> None:
     expires_at = _instant(timedelta(days=364))
     retention = {"derivative_rule": "make-ineligible", "expires_at": expires_at}
     _, record_id = remember(alice_modern, f"Near expiry {unique_word()}.", retention=retention)
     assert ok_value(get(alice_modern, record_id))["record"]["retention"] == retention
 
 
-def test_family_refs_without_consent_unauthorized(alice_modern: StdioAgent) -> None:
+def test_family_refs_without_consent_unauthorized(alice_modern: McpAgent) -> None:
     arguments = capture_args(f"Family {unique_word()}.", reconciliation={"family_refs": ["family:alpha"]})
     assert_failure(alice_modern.call(CAPTURE, arguments), "UNAUTHORIZED")
 
@@ -247,11 +245,11 @@ def policy_home(policy_pool: Pool) -> HostPaths:
 
 
 @pytest.fixture(scope="module")
-def policy_agent(policy_pool: Pool) -> StdioAgent:
+def policy_agent(policy_pool: Pool) -> McpAgent:
     return policy_pool.agent("alice")
 
 
-def test_review_mode_pending_adjudication(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_review_mode_pending_adjudication(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     word = unique_word("review")
     with policy_edited(policy_home, policy_with(policy_home, mode='"review"')):
         pending = capture(policy_agent, f"Reviewed {word} decision.")
@@ -264,7 +262,7 @@ def test_review_mode_pending_adjudication(policy_home: HostPaths, policy_agent: 
     assert found_ids(policy_agent, word) == []
 
 
-def test_review_mode_undone_accepts_again(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_review_mode_undone_accepts_again(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     with policy_edited(policy_home, policy_with(policy_home, mode='"review"')):
         held = capture(policy_agent, f"Held {unique_word()} decision.")
         assert admit(policy_agent, held["candidate_id"])["outcome"]["status"] == "pending_adjudication"
@@ -272,7 +270,7 @@ def test_review_mode_undone_accepts_again(policy_home: HostPaths, policy_agent: 
     assert admit(policy_agent, pending["candidate_id"])["outcome"]["status"] == "accepted"
 
 
-def test_broken_policy_policy_unavailable_then_restored(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_broken_policy_policy_unavailable_then_restored(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     pending = capture(policy_agent, f"Before breakage {unique_word()}.")
     with policy_edited(policy_home, "mode = [this is not toml\n"):
         envelope = policy_agent.call(CAPTURE, capture_args(f"During breakage {unique_word()}."))
@@ -286,14 +284,14 @@ def test_broken_policy_policy_unavailable_then_restored(policy_home: HostPaths, 
     capture(policy_agent, f"After repair {unique_word()}.")
 
 
-def test_invalid_policy_value_policy_unavailable(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_invalid_policy_value_policy_unavailable(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     with policy_edited(policy_home, policy_with(policy_home, mode='"sometimes"')):
         envelope = policy_agent.call(CAPTURE, capture_args(f"Bad mode {unique_word()}."))
         assert_failure(envelope, "POLICY_UNAVAILABLE")
     capture(policy_agent, f"Good mode {unique_word()}.")
 
 
-def test_retain_with_host_permission_accepted(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_retain_with_host_permission_accepted(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     with policy_edited(policy_home, policy_with(policy_home, retain_principals='["alice"]')):
         _, record_id = remember(policy_agent, f"Retained {unique_word()}.", retention={"derivative_rule": "retain"})
         assert ok_value(policy_agent.call(GET, {"record_id": record_id, "purpose_ref": "purpose:tests"}))["record"][
@@ -301,13 +299,13 @@ def test_retain_with_host_permission_accepted(policy_home: HostPaths, policy_age
         ] == {"derivative_rule": "retain"}
 
 
-def test_retain_permission_for_other_principal_unauthorized(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_retain_permission_for_other_principal_unauthorized(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     with policy_edited(policy_home, policy_with(policy_home, retain_principals='["bob"]')):
         arguments = capture_args(f"Not mine {unique_word()}.", retention={"derivative_rule": "retain"})
         assert_failure(policy_agent.call(CAPTURE, arguments), "UNAUTHORIZED")
 
 
-def test_expiry_cap_from_policy_unauthorized(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_expiry_cap_from_policy_unauthorized(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     with policy_edited(policy_home, policy_with(policy_home, max_retention_days="7")):
         retention = {"derivative_rule": "make-ineligible", "expires_at": _instant(timedelta(days=8))}
         arguments = capture_args(f"Capped {unique_word()}.", retention=retention)
@@ -316,7 +314,7 @@ def test_expiry_cap_from_policy_unauthorized(policy_home: HostPaths, policy_agen
         capture(policy_agent, f"Within cap {unique_word()}.", retention=retention)
 
 
-def test_family_refs_with_consent_accepted(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_family_refs_with_consent_accepted(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     families = {"family_refs": ["family:alpha", "family:beta"]}
     with policy_edited(policy_home, policy_with(policy_home, consented_families='["family:alpha", "family:beta"]')):
         _, record_id = remember(policy_agent, f"Family {unique_word()}.", reconciliation=families)
@@ -326,7 +324,7 @@ def test_family_refs_with_consent_accepted(policy_home: HostPaths, policy_agent:
         assert_failure(policy_agent.call(CAPTURE, partly), "UNAUTHORIZED")
 
 
-def test_require_attestation_policy_rejects_without_one(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_require_attestation_policy_rejects_without_one(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     with policy_edited(policy_home, policy_with(policy_home, require_attestation="true")):
         bare = capture(policy_agent, f"Unattested {unique_word()}.")
         assert admit(policy_agent, bare["candidate_id"])["outcome"]["status"] == "rejected"
@@ -335,7 +333,7 @@ def test_require_attestation_policy_rejects_without_one(policy_home: HostPaths, 
 
 
 def test_capture_replay_keeps_first_retention_after_permission_withdrawn(
-    policy_home: HostPaths, policy_agent: StdioAgent
+    policy_home: HostPaths, policy_agent: McpAgent
 ) -> None:
     arguments = capture_args(f"Retained replay {unique_word()}.", retention={"derivative_rule": "retain"})
     with policy_edited(policy_home, policy_with(policy_home, retain_principals='["alice"]')):
@@ -346,7 +344,7 @@ def test_capture_replay_keeps_first_retention_after_permission_withdrawn(
     assert (again["candidate_id"], again["record_digest"]) == (first["candidate_id"], first["record_digest"])
 
 
-def test_min_citations_policy_rejects_too_few(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_min_citations_policy_rejects_too_few(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     with policy_edited(policy_home, policy_with(policy_home, min_citations="2")):
         single = capture(policy_agent, f"One source {unique_word()}.")
         assert admit(policy_agent, single["candidate_id"])["outcome"]["status"] == "rejected"
@@ -357,7 +355,7 @@ def test_min_citations_policy_rejects_too_few(policy_home: HostPaths, policy_age
         assert admit(policy_agent, double["candidate_id"])["outcome"]["status"] == "accepted"
 
 
-def test_size_policy_rejects_large_candidate(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_size_policy_rejects_large_candidate(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     with policy_edited(policy_home, policy_with(policy_home, max_payload_bytes="3000")):
         large = capture(policy_agent, f"Large {unique_word()} note. " + "words " * 600)
         assert admit(policy_agent, large["candidate_id"])["outcome"]["status"] == "rejected"
@@ -365,7 +363,7 @@ def test_size_policy_rejects_large_candidate(policy_home: HostPaths, policy_agen
         assert admit(policy_agent, small["candidate_id"])["outcome"]["status"] == "accepted"
 
 
-def test_redaction_policy_removes_fields_keeps_record_id(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_redaction_policy_removes_fields_keeps_record_id(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     word = unique_word("redacted")
     _, record_id = remember(policy_agent, f"The {word} record has provenance.")
     redact = '["citations.locator", "provenance.session"]'
@@ -385,7 +383,7 @@ def test_redaction_policy_removes_fields_keeps_record_id(policy_home: HostPaths,
     assert "locator" in plain["record"]["citations"][0]
 
 
-def test_tombstone_guard_ordinary_rejection_stays_rejected(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_tombstone_guard_ordinary_rejection_stays_rejected(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     text = f"The {unique_word('guarded')} fact is forgotten, then offered again."
     _, record_id = remember(policy_agent, text)
     forget_now(policy_agent, policy_home, record_id)
@@ -396,7 +394,7 @@ def test_tombstone_guard_ordinary_rejection_stays_rejected(policy_home: HostPath
     assert admit(policy_agent, once_more["candidate_id"])["outcome"]["status"] == "pending_adjudication"
 
 
-def test_personal_data_policy_rejects_email(policy_home: HostPaths, policy_agent: StdioAgent) -> None:
+def test_personal_data_policy_rejects_email(policy_home: HostPaths, policy_agent: McpAgent) -> None:
     address = "jane.doe" + "@" + "acme-corp.io"
     plain = capture(policy_agent, f"Escalations {unique_word()} go to {address}.")
     assert admit(policy_agent, plain["candidate_id"])["outcome"]["status"] == "accepted"
@@ -412,7 +410,7 @@ def _payload_digest(value: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(b"graphify-memory/payload/v2\x00" + rfc8785.dumps(value)).hexdigest()
 
 
-def test_record_digest_is_domain_separated_jcs_of_stored_payload(pool: Pool, alice_modern: StdioAgent) -> None:
+def test_record_digest_is_domain_separated_jcs_of_stored_payload(pool: Pool, alice_modern: McpAgent) -> None:
     assert _payload_digest(GOLDEN_PAYLOAD) == GOLDEN_DIGEST  # the recomputation below is the reference design's
     arguments = capture_args(f"Digest {unique_word()} check with caf\u00e9.")
     value = ok_value(alice_modern.call(CAPTURE, arguments))

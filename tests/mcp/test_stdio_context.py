@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -25,11 +24,10 @@ from tests.mcp.helpers import (
     sample_args,
     unique_word,
 )
-from tests.support.agents import StdioAgent
+from tests.support.agents import ServedAgent, ServedHome
+from tests.support.clocks import ManualClock
 from tests.support.homes import bind
 from tests.support.payloads import PURPOSE, capture_args
-
-pytestmark = pytest.mark.stdio
 
 OTHER_PURPOSE = "purpose:not-the-bound-one"
 
@@ -71,6 +69,7 @@ UNAVAILABLE = "Trusted invocation context unavailable: "
         ("expired", "binding {token_id} expired at "),
     ],
 )
+@pytest.mark.stdio
 def test_connecting_without_a_usable_binding_is_refused_with_the_reason(
     pool: Pool, era: str, name: str, reason: str
 ) -> None:
@@ -201,24 +200,15 @@ def test_input_schemas_declare_json_schema_2020_12(pool: Pool, era: str) -> None
 
 
 def test_binding_expiring_mid_session_authorization_expired(pool: Pool) -> None:
-    # A short binding, so the test waits little; when the server's start and first call outlast it (a
-    # loaded machine), the same session is tried again with a longer one rather than failing. A binding
-    # that expired before the handshake is refused there (decision 0030): also not the case under test.
-    for lifetime_s in (3, 10, 30, 90):
-        issued = bind(pool.paths, lifetime_s=lifetime_s, session=f"session-short-{lifetime_s}")
-        try:
-            connected = StdioAgent(pool.paths.home, issued.token)
-        except Exception:
-            if time.time() * 1000 >= issued.binding.expires_at_ms:
-                continue
-            raise
-        with connected as agent:
-            first = agent.call(SEARCH, sample_args(SEARCH))
-            if time.time() * 1000 >= issued.binding.expires_at_ms - 200:
-                continue  # expired before (or as) the first call was answered: not the case under test
-            assert ok_value(first)["records"] == []
-            time.sleep(max(0.0, issued.binding.expires_at_ms / 1000 - time.time()) + 0.2)
+    """The server's clock passes the binding's expiry between two calls of one session."""
+    clock = ManualClock()
+    issued = bind(pool.paths, now_s=clock.now // 1000, lifetime_s=60, session="session-short")
+    served = ServedHome(pool.paths, clock=clock)
+    try:
+        with ServedAgent(served, issued.token) as agent:
+            assert ok_value(agent.call(SEARCH, sample_args(SEARCH)))["records"] == []
+            clock.advance(issued.binding.expires_at_ms - clock.now)
             assert_failure(agent.call(SEARCH, sample_args(SEARCH)), "AUTHORIZATION_EXPIRED")
             assert_failure(agent.call(CAPTURE, sample_args(CAPTURE)), "AUTHORIZATION_EXPIRED")
-            return
-    pytest.fail("no binding outlived the server's start and first call, even one of 90 s")
+    finally:
+        served.close()

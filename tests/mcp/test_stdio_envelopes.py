@@ -33,13 +33,11 @@ from tests.mcp.helpers import (
     unique_word,
     withdraw_args,
 )
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent
 from tests.support.payloads import PURPOSE, capture_args, unique_key, with_change
 
-pytestmark = pytest.mark.stdio
 
-
-def test_success_envelope_exact_shape(alice_era: StdioAgent) -> None:
+def test_success_envelope_exact_shape(alice_era: McpAgent) -> None:
     envelope = search(alice_era, unique_word("nothing"))
     assert set(envelope) == SUCCESS_KEYS
     assert envelope["ok"] is True
@@ -49,7 +47,7 @@ def test_success_envelope_exact_shape(alice_era: StdioAgent) -> None:
     assert envelope["output"]["value"]["records"] == []
 
 
-def test_success_envelope_exact_shape_for_capture(alice_era: StdioAgent) -> None:
+def test_success_envelope_exact_shape_for_capture(alice_era: McpAgent) -> None:
     envelope = alice_era.call(CAPTURE, capture_args(f"Envelope shape {unique_word()} decision."))
     assert set(envelope) == SUCCESS_KEYS
     assert envelope["ok"] is True and envelope["redactionClass"] == "high"
@@ -57,7 +55,7 @@ def test_success_envelope_exact_shape_for_capture(alice_era: StdioAgent) -> None
     assert envelope["output"]["value"]["status"] == "committed_pending"
 
 
-def test_failure_envelope_exact_shape(alice_era: StdioAgent) -> None:
+def test_failure_envelope_exact_shape(alice_era: McpAgent) -> None:
     envelope = alice_era.call(SEARCH, {"query": "x", "purpose_ref": PURPOSE, "limit": 0})
     assert set(envelope) == FAILURE_KEYS
     assert envelope["ok"] is False
@@ -69,7 +67,7 @@ def test_failure_envelope_exact_shape(alice_era: StdioAgent) -> None:
     }
 
 
-def test_tool_result_carries_envelope_as_structured_and_text(alice_era: StdioAgent) -> None:
+def test_tool_result_carries_envelope_as_structured_and_text(alice_era: McpAgent) -> None:
     for arguments, is_error in (
         ({"query": unique_word(), "purpose_ref": PURPOSE}, False),
         ({"query": "x", "purpose_ref": PURPOSE, "limit": 51}, True),
@@ -84,7 +82,7 @@ def test_tool_result_carries_envelope_as_structured_and_text(alice_era: StdioAge
         assert result.structured_content["ok"] is (not is_error)
 
 
-def test_audit_id_fresh_per_call(alice_era: StdioAgent) -> None:
+def test_audit_id_fresh_per_call(alice_era: McpAgent) -> None:
     arguments = {"query": unique_word(), "purpose_ref": PURPOSE}
     ids = [alice_era.call(SEARCH, arguments)["auditId"] for _ in range(3)]
     ids += [alice_era.call(SEARCH, {**arguments, "limit": 0})["auditId"] for _ in range(2)]
@@ -94,7 +92,7 @@ def test_audit_id_fresh_per_call(alice_era: StdioAgent) -> None:
     assert all(isinstance(audit_id, str) and audit_id for audit_id in ids)
 
 
-def _failing_calls(agent: StdioAgent) -> list[tuple[str, dict[str, Any], list[str]]]:
+def _failing_calls(agent: McpAgent) -> list[tuple[str, dict[str, Any], list[str]]]:
     """(expected code, envelope, strings that must not leak into the message) for many codes."""
     secret_word = unique_word("leak")
     calls: list[tuple[str, dict[str, Any], list[str]]] = []
@@ -156,7 +154,7 @@ def _failing_calls(agent: StdioAgent) -> list[tuple[str, dict[str, Any], list[st
     return calls
 
 
-def test_error_messages_constant_and_free_of_details(alice_era: StdioAgent, pool: Pool) -> None:
+def test_error_messages_constant_and_free_of_details(alice_era: McpAgent, pool: Pool) -> None:
     calls = _failing_calls(alice_era)
     assert [code for code, _, _ in calls] == [
         "INVALID_SCHEMA",
@@ -176,7 +174,7 @@ def test_error_messages_constant_and_free_of_details(alice_era: StdioAgent, pool
             assert leak not in message, (code, leak)
 
 
-def test_error_retriable_flags_follow_spec_table(alice_era: StdioAgent) -> None:
+def test_error_retriable_flags_follow_spec_table(alice_era: McpAgent) -> None:
     seen = {}
     for code, envelope, _ in _failing_calls(alice_era):
         seen[code] = envelope["error"]["retriable"]

@@ -28,7 +28,7 @@ from tests.mcp.helpers import (
     remember,
     withdraw_args,
 )
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent, StdioAgent
 from tests.support.homes import bind
 
 pytestmark = pytest.mark.stdio
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.stdio
 class Site:
     paths: HostPaths
     host: HostCli
-    agent: StdioAgent
+    agent: McpAgent
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from tests.mcp.helpers import (
     ADMIT,
     CAPTURE,
@@ -31,10 +29,8 @@ from tests.mcp.helpers import (
     unique_word,
     withdraw_args,
 )
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent
 from tests.support.payloads import capture_args, unique_key
-
-pytestmark = pytest.mark.stdio
 
 RECEIPT_KEYS = {
     "event_id",
@@ -60,7 +56,7 @@ def _check_receipt(receipt: dict[str, object], operation: str, from_state: str, 
 # -- the first call -------------------------------------------------------------------------------
 
 
-def test_withdraw_first_call_gate_failed_one_request(alice_era: StdioAgent, host: HostCli) -> None:
+def test_withdraw_first_call_gate_failed_one_request(alice_era: McpAgent, host: HostCli) -> None:
     pending = capture(alice_era, f"Withdraw me {unique_word()}.")
     envelope = alice_era.call(WITHDRAW, withdraw_args(pending["candidate_id"], reason="reason:ticket-77"))
     assert_failure(envelope, "gate_failed")
@@ -75,7 +71,7 @@ def test_withdraw_first_call_gate_failed_one_request(alice_era: StdioAgent, host
     assert f"approve {request['id']}" in envelope["error"]["for_the_person"]
 
 
-def test_forget_first_call_gate_failed_one_request(alice_era: StdioAgent, host: HostCli) -> None:
+def test_forget_first_call_gate_failed_one_request(alice_era: McpAgent, host: HostCli) -> None:
     _, record_id = remember(alice_era, f"Forget me {unique_word()}.")
     envelope = alice_era.call(FORGET, forget_args(record_id, reason="reason:ticket-78"))
     assert_failure(envelope, "gate_failed")
@@ -86,7 +82,7 @@ def test_forget_first_call_gate_failed_one_request(alice_era: StdioAgent, host: 
     assert ok_value(get(alice_era, record_id))["record"]["state"] == "accepted_current"
 
 
-def test_gate_repeat_before_approval_no_second_request(alice_era: StdioAgent, host: HostCli) -> None:
+def test_gate_repeat_before_approval_no_second_request(alice_era: McpAgent, host: HostCli) -> None:
     _, record_id = remember(alice_era, f"Repeat {unique_word()}.")
     arguments = forget_args(record_id)
     answers = [alice_era.call(FORGET, arguments) for _ in range(3)]
@@ -99,7 +95,7 @@ def test_gate_repeat_before_approval_no_second_request(alice_era: StdioAgent, ho
 # -- after approval -------------------------------------------------------------------------------
 
 
-def test_withdraw_after_approval_executes(pool: Pool, alice_era: StdioAgent, host: HostCli) -> None:
+def test_withdraw_after_approval_executes(pool: Pool, alice_era: McpAgent, host: HostCli) -> None:
     pending = capture(alice_era, f"Approved withdraw {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
     assert_failure(alice_era.call(WITHDRAW, arguments), "gate_failed")
@@ -120,7 +116,7 @@ def test_withdraw_after_approval_executes(pool: Pool, alice_era: StdioAgent, hos
     assert host.confirmations(target=pending["candidate_id"]) == []
 
 
-def test_forget_after_approval_executes(pool: Pool, alice_era: StdioAgent, host: HostCli) -> None:
+def test_forget_after_approval_executes(pool: Pool, alice_era: McpAgent, host: HostCli) -> None:
     word = unique_word("forgetme")
     pending = capture(alice_era, f"The {word} fact goes away.")
     outcome = admit(alice_era, pending["candidate_id"])["outcome"]
@@ -140,7 +136,7 @@ def test_forget_after_approval_executes(pool: Pool, alice_era: StdioAgent, host:
     assert db_count(pool.paths, "sealed_bodies", "owner_id = ?", (record_id,)) == 0
 
 
-def test_gate_replay_after_execution_needs_no_new_approval(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_gate_replay_after_execution_needs_no_new_approval(alice_modern: McpAgent, host: HostCli) -> None:
     _, record_id = remember(alice_modern, f"Replay forget {unique_word()}.")
     arguments = forget_args(record_id)
     assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
@@ -153,7 +149,7 @@ def test_gate_replay_after_execution_needs_no_new_approval(alice_modern: StdioAg
     assert len(host.confirmations(include_all=True, target=record_id)) == 1
 
 
-def test_withdraw_replay_after_execution_needs_no_new_approval(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_withdraw_replay_after_execution_needs_no_new_approval(alice_modern: McpAgent, host: HostCli) -> None:
     pending = capture(alice_modern, f"Replay withdraw {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
     assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
@@ -165,7 +161,7 @@ def test_withdraw_replay_after_execution_needs_no_new_approval(alice_modern: Std
     assert again["key_destruction"] == first["key_destruction"]
 
 
-def test_gate_approval_single_use_other_key_needs_new_approval(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_gate_approval_single_use_other_key_needs_new_approval(alice_modern: McpAgent, host: HostCli) -> None:
     pending = capture(alice_modern, f"Single use {unique_word()}.")
     approved_call = withdraw_args(pending["candidate_id"])
     assert_failure(alice_modern.call(WITHDRAW, approved_call), "gate_failed")
@@ -178,7 +174,7 @@ def test_gate_approval_single_use_other_key_needs_new_approval(alice_modern: Std
     assert statuses == ["consumed", "requested"]
 
 
-def test_gate_approval_consumed_by_execution(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_gate_approval_consumed_by_execution(alice_modern: McpAgent, host: HostCli) -> None:
     _, record_id = remember(alice_modern, f"Consumed {unique_word()}.")
     arguments = forget_args(record_id)
     assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
@@ -191,7 +187,7 @@ def test_gate_approval_consumed_by_execution(alice_modern: StdioAgent, host: Hos
     assert host.run("confirmations", "approve", confirmation_id, check=False).returncode != 0
 
 
-def test_gate_lapsed_approval_gate_failed(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_gate_lapsed_approval_gate_failed(alice_modern: McpAgent, host: HostCli) -> None:
     pending = capture(alice_modern, f"Lapsed {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
     assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
@@ -202,7 +198,7 @@ def test_gate_lapsed_approval_gate_failed(alice_modern: StdioAgent, host: HostCl
     assert admit(alice_modern, pending["candidate_id"])["outcome"]["status"] == "accepted"
 
 
-def test_gate_denied_retry_stays_gate_failed(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_gate_denied_retry_stays_gate_failed(alice_modern: McpAgent, host: HostCli) -> None:
     _, record_id = remember(alice_modern, f"Denied {unique_word()}.")
     arguments = forget_args(record_id)
     assert_failure(alice_modern.call(FORGET, arguments), "gate_failed")
@@ -216,7 +212,7 @@ def test_gate_denied_retry_stays_gate_failed(alice_modern: StdioAgent, host: Hos
     assert ok_value(get(alice_modern, record_id))["record"]["state"] == "accepted_current"
 
 
-def test_gate_denied_request_cannot_then_be_approved(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_gate_denied_request_cannot_then_be_approved(alice_modern: McpAgent, host: HostCli) -> None:
     pending = capture(alice_modern, f"Deny then approve {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
     assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
@@ -229,7 +225,7 @@ def test_gate_denied_request_cannot_then_be_approved(alice_modern: StdioAgent, h
 # -- what must not create a request ----------------------------------------------------------------
 
 
-def test_withdraw_unknown_target_not_found_no_request(pool: Pool, alice_modern: StdioAgent, host: HostCli) -> None:
+def test_withdraw_unknown_target_not_found_no_request(pool: Pool, alice_modern: McpAgent, host: HostCli) -> None:
     target = "cand_" + "z" * 26
     before = db_count(pool.paths, "confirmations")
     assert_failure(alice_modern.call(WITHDRAW, withdraw_args(target)), "NOT_FOUND")
@@ -237,7 +233,7 @@ def test_withdraw_unknown_target_not_found_no_request(pool: Pool, alice_modern: 
     assert host.confirmations(include_all=True, target=target) == []
 
 
-def test_forget_unknown_target_not_found_no_request(pool: Pool, alice_modern: StdioAgent, host: HostCli) -> None:
+def test_forget_unknown_target_not_found_no_request(pool: Pool, alice_modern: McpAgent, host: HostCli) -> None:
     target = "mem_" + "z" * 26
     before = db_count(pool.paths, "confirmations")
     assert_failure(alice_modern.call(FORGET, forget_args(target)), "NOT_FOUND")
@@ -251,7 +247,7 @@ def test_forget_out_of_scope_target_not_found_no_request(pool: Pool, host: HostC
     assert host.confirmations(include_all=True, target=record_id) == []
 
 
-def test_withdraw_terminal_target_no_request(pool: Pool, alice_modern: StdioAgent, host: HostCli) -> None:
+def test_withdraw_terminal_target_no_request(pool: Pool, alice_modern: McpAgent, host: HostCli) -> None:
     pending = capture(alice_modern, f"Rejected {'AKIA' + 'IOSFODNN7EXAMPLE'} {unique_word()}.")
     assert admit(alice_modern, pending["candidate_id"])["outcome"]["status"] == "rejected"
     assert_failure(alice_modern.call(WITHDRAW, withdraw_args(pending["candidate_id"])), "ALREADY_TERMINAL")
@@ -313,14 +309,14 @@ def test_plain_binding_does_not_gate_capture_or_admission(pool: Pool, host: Host
 # -- lifecycle refusals leave no request ------------------------------------------------------------
 
 
-def test_withdraw_accepted_candidate_illegal_transition_no_request(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_withdraw_accepted_candidate_illegal_transition_no_request(alice_modern: McpAgent, host: HostCli) -> None:
     candidate_id, _ = remember(alice_modern, f"Already admitted {unique_word()}.")
     assert_failure(alice_modern.call(WITHDRAW, withdraw_args(candidate_id)), "ILLEGAL_TRANSITION")
     assert host.confirmations(include_all=True, target=candidate_id) == []
 
 
 def test_forget_tombstoned_record_new_key_already_terminal_no_request(
-    pool: Pool, alice_modern: StdioAgent, host: HostCli
+    pool: Pool, alice_modern: McpAgent, host: HostCli
 ) -> None:
     _, record_id = remember(alice_modern, f"Forgotten once {unique_word()}.")
     arguments = forget_args(record_id)
@@ -334,7 +330,7 @@ def test_forget_tombstoned_record_new_key_already_terminal_no_request(
 # -- what the host sees and may do -------------------------------------------------------------------
 
 
-def test_confirmation_request_says_what_will_be_destroyed(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_confirmation_request_says_what_will_be_destroyed(alice_modern: McpAgent, host: HostCli) -> None:
     pending = capture(alice_modern, f"Destroy summary {unique_word()}.")
     assert_failure(alice_modern.call(WITHDRAW, withdraw_args(pending["candidate_id"])), "gate_failed")
     _, record_id = remember(alice_modern, f"Destroy summary {unique_word()} record.")
@@ -345,7 +341,7 @@ def test_confirmation_request_says_what_will_be_destroyed(alice_modern: StdioAge
         assert any("data key" in item for item in request["summary"]["destroys"]), request
 
 
-def test_cli_approval_longer_than_300s_refused(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_cli_approval_longer_than_300s_refused(alice_modern: McpAgent, host: HostCli) -> None:
     pending = capture(alice_modern, f"Long approval {unique_word()}.")
     arguments = withdraw_args(pending["candidate_id"])
     assert_failure(alice_modern.call(WITHDRAW, arguments), "gate_failed")
@@ -365,7 +361,7 @@ def test_cli_approve_unknown_id_refused(host: HostCli) -> None:
     assert refused.stderr.strip()
 
 
-def test_gate_approval_bound_to_exact_arguments(alice_modern: StdioAgent, host: HostCli) -> None:
+def test_gate_approval_bound_to_exact_arguments(alice_modern: McpAgent, host: HostCli) -> None:
     pending = capture(alice_modern, f"Exact arguments {unique_word()}.")
     key = unique_key("exact")
     approved = withdraw_args(pending["candidate_id"], key=key, reason="reason:approved-one")

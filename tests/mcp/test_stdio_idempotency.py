@@ -6,8 +6,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
-
 from tests.mcp.helpers import (
     ADMIT,
     CAPTURE,
@@ -23,10 +21,8 @@ from tests.mcp.helpers import (
     unique_word,
     withdraw_args,
 )
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent
 from tests.support.payloads import capture_args, unique_key, with_change
-
-pytestmark = pytest.mark.stdio
 
 
 def _state_counts(pool: Pool) -> tuple[int, ...]:
@@ -36,7 +32,7 @@ def _state_counts(pool: Pool) -> tuple[int, ...]:
     )
 
 
-def test_capture_same_key_same_args_duplicate_exact(pool: Pool, alice_era: StdioAgent) -> None:
+def test_capture_same_key_same_args_duplicate_exact(pool: Pool, alice_era: McpAgent) -> None:
     arguments = capture_args(f"Replay {unique_word()} capture.")
     first = ok_value(alice_era.call(CAPTURE, arguments))
     before = _state_counts(pool)
@@ -49,7 +45,7 @@ def test_capture_same_key_same_args_duplicate_exact(pool: Pool, alice_era: Stdio
     assert again["transaction_receipt_digest"] == first["transaction_receipt_digest"]
 
 
-def test_capture_replay_after_other_writes_still_duplicate_exact(alice_era: StdioAgent) -> None:
+def test_capture_replay_after_other_writes_still_duplicate_exact(alice_era: McpAgent) -> None:
     arguments = capture_args(f"Late replay {unique_word()} capture.")
     first = ok_value(alice_era.call(CAPTURE, arguments))
     remember(alice_era, f"Something else {unique_word()} in between.")
@@ -61,7 +57,7 @@ def test_capture_replay_after_other_writes_still_duplicate_exact(alice_era: Stdi
     )
 
 
-def test_capture_replay_after_admission_still_duplicate_exact(alice_era: StdioAgent) -> None:
+def test_capture_replay_after_admission_still_duplicate_exact(alice_era: McpAgent) -> None:
     arguments = capture_args(f"Admitted replay {unique_word()} capture.")
     first = ok_value(alice_era.call(CAPTURE, arguments))
     ok_value(alice_era.call(ADMIT, {"candidate_id": first["candidate_id"], "idempotency_key": unique_key("adm")}))
@@ -69,7 +65,7 @@ def test_capture_replay_after_admission_still_duplicate_exact(alice_era: StdioAg
     assert (again["status"], again["candidate_id"]) == ("duplicate_exact", first["candidate_id"])
 
 
-def test_admission_same_key_replayed_true(pool: Pool, alice_era: StdioAgent) -> None:
+def test_admission_same_key_replayed_true(pool: Pool, alice_era: McpAgent) -> None:
     pending = capture(alice_era, f"Replay {unique_word()} admission.")
     arguments = {"candidate_id": pending["candidate_id"], "idempotency_key": unique_key("admit")}
     first = ok_value(alice_era.call(ADMIT, arguments))
@@ -80,7 +76,7 @@ def test_admission_same_key_replayed_true(pool: Pool, alice_era: StdioAgent) -> 
     assert again == {"outcome": first["outcome"], "replayed": True}
 
 
-def test_admission_replay_of_rejection_replayed_true(alice_era: StdioAgent) -> None:
+def test_admission_replay_of_rejection_replayed_true(alice_era: McpAgent) -> None:
     pending = capture(alice_era, f"Key {'AKIA' + 'IOSFODNN7EXAMPLE'} in {unique_word()}.")
     arguments = {"candidate_id": pending["candidate_id"], "idempotency_key": unique_key("admit")}
     first = ok_value(alice_era.call(ADMIT, arguments))
@@ -88,7 +84,7 @@ def test_admission_replay_of_rejection_replayed_true(alice_era: StdioAgent) -> N
     assert ok_value(alice_era.call(ADMIT, arguments)) == {"outcome": first["outcome"], "replayed": True}
 
 
-def test_capture_same_key_other_content_digest_conflict_writes_nothing(pool: Pool, alice_era: StdioAgent) -> None:
+def test_capture_same_key_other_content_digest_conflict_writes_nothing(pool: Pool, alice_era: McpAgent) -> None:
     key = unique_key("capture")
     ok_value(alice_era.call(CAPTURE, capture_args(f"Original {unique_word()}.", key=key)))
     before = _state_counts(pool)
@@ -96,7 +92,7 @@ def test_capture_same_key_other_content_digest_conflict_writes_nothing(pool: Poo
     assert _state_counts(pool) == before
 
 
-def test_capture_same_key_other_evidence_digest_conflict(pool: Pool, alice_era: StdioAgent) -> None:
+def test_capture_same_key_other_evidence_digest_conflict(pool: Pool, alice_era: McpAgent) -> None:
     arguments = capture_args(f"Evidence {unique_word()}.")
     ok_value(alice_era.call(CAPTURE, arguments))
     before = _state_counts(pool)
@@ -105,7 +101,7 @@ def test_capture_same_key_other_evidence_digest_conflict(pool: Pool, alice_era: 
     assert _state_counts(pool) == before
 
 
-def test_admission_same_key_other_candidate_digest_conflict(pool: Pool, alice_era: StdioAgent) -> None:
+def test_admission_same_key_other_candidate_digest_conflict(pool: Pool, alice_era: McpAgent) -> None:
     one = capture(alice_era, f"First {unique_word()} candidate.")
     two = capture(alice_era, f"Second {unique_word()} candidate.")
     key = unique_key("admit")
@@ -117,7 +113,7 @@ def test_admission_same_key_other_candidate_digest_conflict(pool: Pool, alice_er
     assert _state_counts(pool) == before
 
 
-def test_capture_key_reused_for_admission_digest_conflict(pool: Pool, alice_era: StdioAgent) -> None:
+def test_capture_key_reused_for_admission_digest_conflict(pool: Pool, alice_era: McpAgent) -> None:
     key = unique_key("shared")
     pending = ok_value(alice_era.call(CAPTURE, capture_args(f"Shared key {unique_word()}.", key=key)))
     before = _state_counts(pool)
@@ -126,7 +122,7 @@ def test_capture_key_reused_for_admission_digest_conflict(pool: Pool, alice_era:
     assert _state_counts(pool) == before
 
 
-def test_admission_key_reused_for_withdraw_digest_conflict(pool: Pool, alice_era: StdioAgent) -> None:
+def test_admission_key_reused_for_withdraw_digest_conflict(pool: Pool, alice_era: McpAgent) -> None:
     candidate_id, _ = remember(alice_era, f"Withdraw key {unique_word()}.")
     pending = capture(alice_era, f"Other {unique_word()} candidate.")
     key = unique_key("admitkey")
@@ -136,7 +132,7 @@ def test_admission_key_reused_for_withdraw_digest_conflict(pool: Pool, alice_era
     assert _state_counts(pool) == before
 
 
-def test_admission_key_reused_for_forget_digest_conflict(pool: Pool, alice_era: StdioAgent) -> None:
+def test_admission_key_reused_for_forget_digest_conflict(pool: Pool, alice_era: McpAgent) -> None:
     pending = capture(alice_era, f"Forget key {unique_word()}.")
     key = unique_key("admitkey")
     record_id = ok_value(alice_era.call(ADMIT, {"candidate_id": pending["candidate_id"], "idempotency_key": key}))[

@@ -35,8 +35,6 @@ from tests.mcp.helpers import (
 )
 from tests.support.payloads import PURPOSE, unique_key
 
-pytestmark = pytest.mark.stdio
-
 INTRUDERS = ["tenant_b", "workspace_2"]
 
 

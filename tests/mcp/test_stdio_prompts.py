@@ -7,12 +7,10 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from engram_memory.mcp.guide import GUIDE_PROMPT, LANGUAGES
-from tests.support.agents import StdioAgent
-
-pytestmark = pytest.mark.stdio
+from tests.support.agents import McpAgent
 
 
-def test_the_guide_is_listed(alice_modern: StdioAgent) -> None:
+def test_the_guide_is_listed(alice_modern: McpAgent) -> None:
     [prompt] = alice_modern.list_prompts()
     assert prompt.name == GUIDE_PROMPT
     assert [argument.name for argument in prompt.arguments or []] == ["language"]
@@ -20,7 +18,7 @@ def test_the_guide_is_listed(alice_modern: StdioAgent) -> None:
 
 @pytest.mark.parametrize("language", [None, *LANGUAGES])
 def test_the_guide_says_search_first_admission_approval_and_no_secrets(
-    alice_modern: StdioAgent, language: str | None
+    alice_modern: McpAgent, language: str | None
 ) -> None:
     result = alice_modern.get_prompt(GUIDE_PROMPT, None if language is None else {"language": language})
     [message] = result.messages
@@ -41,7 +39,7 @@ def test_the_guide_says_search_first_admission_approval_and_no_secrets(
 
 @pytest.mark.parametrize(("name", "arguments"), [("memory_guide", {"language": "fr"}), ("other", None)])
 def test_an_unknown_prompt_or_language_is_invalid_params(
-    alice_modern: StdioAgent, name: str, arguments: dict[str, str] | None
+    alice_modern: McpAgent, name: str, arguments: dict[str, str] | None
 ) -> None:
     with pytest.raises(MCPError) as refused:
         alice_modern.get_prompt(name, arguments)

@@ -28,11 +28,9 @@ from tests.mcp.helpers import (
     unique_word,
     withdraw_args,
 )
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent
 from tests.support.homes import engine_for
 from tests.support.payloads import PURPOSE, capture_args, with_change
-
-pytestmark = pytest.mark.stdio
 
 Args = dict[str, Any]
 
@@ -215,7 +213,7 @@ INVALID: list[tuple[str, str, Callable[[], Args]]] = [
 
 
 @pytest.mark.parametrize(("tool", "build"), [case[1:] for case in INVALID], ids=[case[0] for case in INVALID])
-def test_invalid_arguments_invalid_schema(alice_modern: StdioAgent, tool: str, build: Callable[[], Args]) -> None:
+def test_invalid_arguments_invalid_schema(alice_modern: McpAgent, tool: str, build: Callable[[], Args]) -> None:
     assert_failure(alice_modern.call(tool, build()), "INVALID_SCHEMA")
 
 
@@ -232,11 +230,11 @@ BAD_DIGESTS: list[tuple[str, Callable[[], Args]]] = [
 
 
 @pytest.mark.parametrize("build", [case[1] for case in BAD_DIGESTS], ids=[case[0] for case in BAD_DIGESTS])
-def test_malformed_digest_invalid_digest(alice_modern: StdioAgent, build: Callable[[], Args]) -> None:
+def test_malformed_digest_invalid_digest(alice_modern: McpAgent, build: Callable[[], Args]) -> None:
     assert_failure(alice_modern.call(CAPTURE, build()), "INVALID_DIGEST")
 
 
-def test_invalid_capture_writes_nothing(pool: Pool, alice_modern: StdioAgent) -> None:
+def test_invalid_capture_writes_nothing(pool: Pool, alice_modern: McpAgent) -> None:
     journal, candidates = db_count(pool.paths, "journal"), db_count(pool.paths, "candidates")
     assert_failure(alice_modern.call(CAPTURE, _duplicate_citation()), "INVALID_SCHEMA")
     assert_failure(alice_modern.call(CAPTURE, _many_components(17, 65_536)), "INVALID_SCHEMA")
@@ -287,7 +285,7 @@ def _text(size: int) -> str:
 
 
 @pytest.mark.parametrize(("tool", "build"), [case[1:] for case in VALID], ids=[case[0] for case in VALID])
-def test_boundary_arguments_accepted(alice_modern: StdioAgent, tool: str, build: Callable[[], Args]) -> None:
+def test_boundary_arguments_accepted(alice_modern: McpAgent, tool: str, build: Callable[[], Args]) -> None:
     value = ok_value(alice_modern.call(tool, build()))
     if tool is CAPTURE:
         assert value["status"] == "committed_pending"
@@ -295,7 +293,7 @@ def test_boundary_arguments_accepted(alice_modern: StdioAgent, tool: str, build:
         assert isinstance(value["records"], list)
 
 
-def test_forget_confirmed_true_invalid_schema_no_request(pool: Pool, alice_modern: StdioAgent) -> None:
+def test_forget_confirmed_true_invalid_schema_no_request(pool: Pool, alice_modern: McpAgent) -> None:
     _, record_id = remember(alice_modern, f"Confirmed flag {unique_word()} record.")
     arguments = {**forget_args(record_id), "confirmed": True}
     assert_failure(alice_modern.call(FORGET, arguments), "INVALID_SCHEMA")
@@ -308,7 +306,7 @@ def test_forget_confirmed_true_invalid_schema_no_request(pool: Pool, alice_moder
     )
 
 
-def test_withdraw_schema_error_before_target_lookup(alice_modern: StdioAgent) -> None:
+def test_withdraw_schema_error_before_target_lookup(alice_modern: McpAgent) -> None:
     pending = capture(alice_modern, f"Schema first {unique_word()} candidate.")
     arguments = withdraw_args(pending["candidate_id"], key="short")
     assert_failure(alice_modern.call(WITHDRAW, arguments), "INVALID_SCHEMA")
@@ -316,12 +314,12 @@ def test_withdraw_schema_error_before_target_lookup(alice_modern: StdioAgent) ->
     assert_failure(alice_modern.call(WITHDRAW, unknown), "INVALID_SCHEMA")
 
 
-def test_record_id_checked_before_existence(alice_modern: StdioAgent) -> None:
+def test_record_id_checked_before_existence(alice_modern: McpAgent) -> None:
     assert_failure(alice_modern.call(GET, _get("mem_abcdefgh234567")), "NOT_FOUND")
     assert_failure(alice_modern.call(GET, _get("mem_abcdefgh234568")), "INVALID_SCHEMA")
 
 
-def test_admission_key_15_bytes_invalid_schema(alice_modern: StdioAgent) -> None:
+def test_admission_key_15_bytes_invalid_schema(alice_modern: McpAgent) -> None:
     pending = capture(alice_modern, f"Short key {unique_word()} candidate.")
     arguments = {"candidate_id": pending["candidate_id"], "idempotency_key": "k" * 15}
     assert_failure(alice_modern.call(ADMIT, arguments), "INVALID_SCHEMA")
@@ -330,6 +328,6 @@ def test_admission_key_15_bytes_invalid_schema(alice_modern: StdioAgent) -> None
 
 
 @pytest.mark.parametrize("tool", [SEARCH, GET, CAPTURE, ADMIT, WITHDRAW, FORGET])
-def test_missing_arguments_invalid_schema(alice_modern: StdioAgent, tool: str) -> None:
+def test_missing_arguments_invalid_schema(alice_modern: McpAgent, tool: str) -> None:
     assert_failure(alice_modern.call(tool, None), "INVALID_SCHEMA")
     assert_failure(alice_modern.call(tool, {}), "INVALID_SCHEMA")

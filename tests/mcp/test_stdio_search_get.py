@@ -27,11 +27,9 @@ from tests.mcp.helpers import (
     unique_word,
 )
 from tests.mcp.helpers import forget_now as _forget_now
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent, ServedAgent, ServedHome
 from tests.support.homes import bind
 from tests.support.payloads import VALID_FROM_MS, capture_args, unique_key, with_change
-
-pytestmark = pytest.mark.stdio
 
 INSTANT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 PAGE_RECORDS = 5
@@ -45,12 +43,12 @@ class Corpus:
 
 
 @pytest.fixture(scope="module")
-def searcher(pool: Pool) -> StdioAgent:
+def searcher(pool: Pool) -> McpAgent:
     return pool.agent("searcher")
 
 
 @pytest.fixture(scope="module")
-def corpus(searcher: StdioAgent) -> Corpus:
+def corpus(searcher: McpAgent) -> Corpus:
     """Five accepted records in workspace-search that all match one topic word."""
     topic = unique_word("pagetopic")
     ids = set()
@@ -60,7 +58,7 @@ def corpus(searcher: StdioAgent) -> Corpus:
     return Corpus(topic=topic, record_ids=frozenset(ids))
 
 
-def _page(agent: StdioAgent, query: str, **params: Any) -> dict[str, Any]:
+def _page(agent: McpAgent, query: str, **params: Any) -> dict[str, Any]:
     return ok_value(search(agent, query, **params))
 
 
@@ -72,7 +70,7 @@ def _tamper(text: str, index: int) -> str:
 # -- results --------------------------------------------------------------------------------------
 
 
-def test_search_zero_matches_empty_records(searcher: StdioAgent) -> None:
+def test_search_zero_matches_empty_records(searcher: McpAgent) -> None:
     value = _page(searcher, unique_word("absent"))
     assert value["records"] == []
     assert "next_page_cursor" not in value
@@ -80,11 +78,11 @@ def test_search_zero_matches_empty_records(searcher: StdioAgent) -> None:
     assert DIGEST_RE.fullmatch(value["response_digest"])
 
 
-def test_search_stop_words_only_empty_records(searcher: StdioAgent) -> None:
+def test_search_stop_words_only_empty_records(searcher: McpAgent) -> None:
     assert _page(searcher, "the and of")["records"] == []
 
 
-def test_search_result_shape(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_result_shape(searcher: McpAgent, corpus: Corpus) -> None:
     value = _page(searcher, corpus.topic, limit=2)
     assert set(value) == {"records", "rank_receipt", "next_page_cursor", "response_digest"}
     for packet in value["records"]:
@@ -96,14 +94,14 @@ def test_search_result_shape(searcher: StdioAgent, corpus: Corpus) -> None:
         assert isinstance(packet["score"], int | float)
 
 
-def test_search_default_limit_returns_all_five(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_default_limit_returns_all_five(searcher: McpAgent, corpus: Corpus) -> None:
     value = _page(searcher, corpus.topic)
     assert {packet["record"]["record_id"] for packet in value["records"]} == corpus.record_ids
     assert [packet["rank"] for packet in value["records"]] == [1, 2, 3, 4, 5]
     assert "next_page_cursor" not in value
 
 
-def test_search_ranks_one_based_across_pages(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_ranks_one_based_across_pages(searcher: McpAgent, corpus: Corpus) -> None:
     first = _page(searcher, corpus.topic, limit=2)
     second = _page(searcher, corpus.topic, limit=2, page_cursor=first["next_page_cursor"])
     third = _page(searcher, corpus.topic, limit=2, page_cursor=second["next_page_cursor"])
@@ -116,7 +114,7 @@ def test_search_ranks_one_based_across_pages(searcher: StdioAgent, corpus: Corpu
     assert set(ids) == corpus.record_ids
 
 
-def test_search_pages_follow_single_page_order(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_pages_follow_single_page_order(searcher: McpAgent, corpus: Corpus) -> None:
     whole = [packet["record"]["record_id"] for packet in _page(searcher, corpus.topic)["records"]]
     first = _page(searcher, corpus.topic, limit=3)
     second = _page(searcher, corpus.topic, limit=3, page_cursor=first["next_page_cursor"])
@@ -124,31 +122,31 @@ def test_search_pages_follow_single_page_order(searcher: StdioAgent, corpus: Cor
     assert paged == whole
 
 
-def test_search_cursor_other_query_stale_page(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_cursor_other_query_stale_page(searcher: McpAgent, corpus: Corpus) -> None:
     first = _page(searcher, corpus.topic, limit=2)
     envelope = search(searcher, corpus.topic + " paging", limit=2, page_cursor=first["next_page_cursor"])
     assert_failure(envelope, "STALE_PAGE")
 
 
-def test_search_cursor_other_limit_stale_page(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_cursor_other_limit_stale_page(searcher: McpAgent, corpus: Corpus) -> None:
     first = _page(searcher, corpus.topic, limit=2)
     assert_failure(search(searcher, corpus.topic, limit=3, page_cursor=first["next_page_cursor"]), "STALE_PAGE")
 
 
-def test_search_cursor_other_max_packet_bytes_stale_page(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_cursor_other_max_packet_bytes_stale_page(searcher: McpAgent, corpus: Corpus) -> None:
     first = _page(searcher, corpus.topic, limit=2)
     envelope = search(searcher, corpus.topic, limit=2, max_packet_bytes=100_000, page_cursor=first["next_page_cursor"])
     assert_failure(envelope, "STALE_PAGE")
 
 
-def test_search_cursor_other_principal_stale_page(pool: Pool, searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_cursor_other_principal_stale_page(pool: Pool, searcher: McpAgent, corpus: Corpus) -> None:
     first = _page(searcher, corpus.topic, limit=2)
     envelope = search(pool.agent("alice"), corpus.topic, limit=2, page_cursor=first["next_page_cursor"])
     assert_failure(envelope, "STALE_PAGE")
 
 
 @pytest.mark.parametrize("where", ["mac-first-char", "body-char", "truncated", "appended"])
-def test_search_cursor_tampered_stale_page(searcher: StdioAgent, corpus: Corpus, where: str) -> None:
+def test_search_cursor_tampered_stale_page(searcher: McpAgent, corpus: Corpus, where: str) -> None:
     cursor = _page(searcher, corpus.topic, limit=2)["next_page_cursor"]
     mac_start = cursor.rindex(".") + 1
     tampered = {
@@ -162,11 +160,11 @@ def test_search_cursor_tampered_stale_page(searcher: StdioAgent, corpus: Corpus,
 
 
 @pytest.mark.parametrize("cursor", ["garbage", "pc1.", "pc1.e30.AAAA", "pc1.!!!.???", "x" * 2048])
-def test_search_cursor_garbage_stale_page(searcher: StdioAgent, corpus: Corpus, cursor: str) -> None:
+def test_search_cursor_garbage_stale_page(searcher: McpAgent, corpus: Corpus, cursor: str) -> None:
     assert_failure(search(searcher, corpus.topic, limit=2, page_cursor=cursor), "STALE_PAGE")
 
 
-def test_search_cursor_after_new_admission_stale_page(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_cursor_after_new_admission_stale_page(searcher: McpAgent, corpus: Corpus) -> None:
     first = _page(searcher, corpus.topic, limit=2)
     remember(searcher, f"An unrelated {unique_word()} fact moves the scope.")
     assert_failure(search(searcher, corpus.topic, limit=2, page_cursor=first["next_page_cursor"]), "STALE_PAGE")
@@ -176,13 +174,13 @@ def test_search_cursor_after_new_admission_stale_page(searcher: StdioAgent, corp
     assert [packet["rank"] for packet in second["records"]] == [3, 4]
 
 
-def test_search_semantic_required_ranking_unavailable(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_semantic_required_ranking_unavailable(searcher: McpAgent, corpus: Corpus) -> None:
     envelope = search(searcher, corpus.topic, capability_policy={"minimum_channels": "lexical_and_semantic"})
     assert_failure(envelope, "RANKING_UNAVAILABLE")
     assert envelope["error"]["retriable"] is True
 
 
-def test_search_network_allow_grants_nothing_extra(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_network_allow_grants_nothing_extra(searcher: McpAgent, corpus: Corpus) -> None:
     plain = _page(searcher, corpus.topic)
     allowed = _page(searcher, corpus.topic, capability_policy={"minimum_channels": "lexical", "network": "allow"})
     assert [p["record"]["record_id"] for p in allowed["records"]] == [
@@ -194,21 +192,21 @@ def test_search_network_allow_grants_nothing_extra(searcher: StdioAgent, corpus:
 # -- budgets --------------------------------------------------------------------------------------
 
 
-def test_search_record_over_budget_projection_oversized(searcher: StdioAgent) -> None:
+def test_search_record_over_budget_projection_oversized(searcher: McpAgent) -> None:
     word = unique_word("hugerecord")
     _, record_id = remember(searcher, f"The {word} record is long. " + "padding words " * 400)
     assert_failure(search(searcher, word, max_packet_bytes=4096), "PROJECTION_OVERSIZED")
     assert found_ids(searcher, word) == [record_id]
 
 
-def test_get_record_over_budget_projection_oversized(searcher: StdioAgent) -> None:
+def test_get_record_over_budget_projection_oversized(searcher: McpAgent) -> None:
     word = unique_word("hugeget")
     _, record_id = remember(searcher, f"The {word} record is long. " + "padding words " * 400)
     assert_failure(get(searcher, record_id, max_packet_bytes=4096), "PROJECTION_OVERSIZED")
     assert ok_value(get(searcher, record_id))["record"]["record_id"] == record_id
 
 
-def test_search_packets_stop_before_budget_and_continue(searcher: StdioAgent) -> None:
+def test_search_packets_stop_before_budget_and_continue(searcher: McpAgent) -> None:
     word = unique_word("budgeted")
     ids = {remember(searcher, f"The {word} entry {unique_word()}. " + "filler text " * 100)[1] for _ in range(3)}
     first = _page(searcher, word, max_packet_bytes=4096)
@@ -227,7 +225,7 @@ def test_search_packets_stop_before_budget_and_continue(searcher: StdioAgent) ->
 # -- receipts -------------------------------------------------------------------------------------
 
 
-def test_rank_receipt_fields(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_rank_receipt_fields(searcher: McpAgent, corpus: Corpus) -> None:
     receipt = _page(searcher, corpus.topic)["rank_receipt"]
     for name in ("request_digest", "ordered_ids_digest"):
         assert DIGEST_RE.fullmatch(receipt[name]), name
@@ -239,7 +237,7 @@ def test_rank_receipt_fields(searcher: StdioAgent, corpus: Corpus) -> None:
     assert isinstance(receipt["channels"], list) and receipt["channels"]
 
 
-def test_rank_receipt_same_state_same_order_digest(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_rank_receipt_same_state_same_order_digest(searcher: McpAgent, corpus: Corpus) -> None:
     one = _page(searcher, corpus.topic)
     two = _page(searcher, corpus.topic)
     assert one["rank_receipt"]["ordered_ids_digest"] == two["rank_receipt"]["ordered_ids_digest"]
@@ -247,13 +245,13 @@ def test_rank_receipt_same_state_same_order_digest(searcher: StdioAgent, corpus:
     assert [p["record"]["record_id"] for p in one["records"]] == [p["record"]["record_id"] for p in two["records"]]
 
 
-def test_rank_receipt_other_query_other_request_digest(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_rank_receipt_other_query_other_request_digest(searcher: McpAgent, corpus: Corpus) -> None:
     one = _page(searcher, corpus.topic)["rank_receipt"]
     two = _page(searcher, corpus.topic + " paging")["rank_receipt"]
     assert one["request_digest"] != two["request_digest"]
 
 
-def test_get_read_receipt_fields(searcher: StdioAgent) -> None:
+def test_get_read_receipt_fields(searcher: McpAgent) -> None:
     pending = capture(searcher, f"Read receipt {unique_word()} record.")
     record_id = admit(searcher, pending["candidate_id"])["outcome"]["record_id"]
     value = ok_value(get(searcher, record_id))
@@ -283,11 +281,11 @@ def test_get_read_receipt_fields(searcher: StdioAgent) -> None:
     assert value["record"]["record_id"] == record_id
 
 
-def test_get_unknown_record_not_found(searcher: StdioAgent) -> None:
+def test_get_unknown_record_not_found(searcher: McpAgent) -> None:
     assert_failure(get(searcher, "mem_" + "b" * 26), "NOT_FOUND")
 
 
-def test_get_forgotten_record_not_found(pool: Pool, searcher: StdioAgent) -> None:
+def test_get_forgotten_record_not_found(pool: Pool, searcher: McpAgent) -> None:
     word = unique_word("forgotten")
     _, record_id = remember(searcher, f"The {word} fact will be forgotten.")
     assert ok_value(get(searcher, record_id))["record"]["record_id"] == record_id
@@ -296,7 +294,7 @@ def test_get_forgotten_record_not_found(pool: Pool, searcher: StdioAgent) -> Non
     assert found_ids(searcher, word) == []
 
 
-def test_forgotten_record_not_found_same_as_unknown(pool: Pool, searcher: StdioAgent) -> None:
+def test_forgotten_record_not_found_same_as_unknown(pool: Pool, searcher: McpAgent) -> None:
     _, record_id = remember(searcher, f"The {unique_word()} fact will be compared.")
     _forget_now(searcher, pool.paths, record_id)
     forgotten = get(searcher, record_id)
@@ -306,7 +304,7 @@ def test_forgotten_record_not_found_same_as_unknown(pool: Pool, searcher: StdioA
     }
 
 
-def test_admission_of_forgotten_content_pending_adjudication(pool: Pool, searcher: StdioAgent) -> None:
+def test_admission_of_forgotten_content_pending_adjudication(pool: Pool, searcher: McpAgent) -> None:
     text = f"The {unique_word('revenant')} fact was forgotten on purpose."
     _, record_id = remember(searcher, text)
     _forget_now(searcher, pool.paths, record_id)
@@ -316,7 +314,7 @@ def test_admission_of_forgotten_content_pending_adjudication(pool: Pool, searche
     assert "record_id" not in outcome
 
 
-def test_admission_replay_keeps_first_outcome_after_search(searcher: StdioAgent) -> None:
+def test_admission_replay_keeps_first_outcome_after_search(searcher: McpAgent) -> None:
     pending = capture(searcher, f"Replay {unique_word()} after search.")
     key = unique_key("admit")
     first = ok_value(searcher.call(ADMIT, {"candidate_id": pending["candidate_id"], "idempotency_key": key}))
@@ -332,25 +330,25 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _admit_args(agent: StdioAgent, arguments: dict[str, Any]) -> str:
+def _admit_args(agent: McpAgent, arguments: dict[str, Any]) -> str:
     pending = ok_value(agent.call(CAPTURE, arguments))
     outcome = admit(agent, pending["candidate_id"])["outcome"]
     assert outcome["status"] == "accepted", outcome
     return str(outcome["record_id"])
 
 
-def test_search_record_valid_from_future_not_returned(searcher: StdioAgent) -> None:
+def test_search_record_valid_from_future_not_returned(searcher: McpAgent) -> None:
     word = unique_word("future")
     _, _record_id = remember(searcher, f"The {word} rule applies from tomorrow.", valid_from_ms=_now_ms() + DAY_MS)
     assert found_ids(searcher, word) == []
 
 
-def test_get_record_valid_from_future_not_found(searcher: StdioAgent) -> None:
+def test_get_record_valid_from_future_not_found(searcher: McpAgent) -> None:
     _, record_id = remember(searcher, f"The {unique_word()} rule starts later.", valid_from_ms=_now_ms() + DAY_MS)
     assert_failure(get(searcher, record_id), "NOT_FOUND")
 
 
-def test_search_record_valid_time_ended_not_returned(searcher: StdioAgent) -> None:
+def test_search_record_valid_time_ended_not_returned(searcher: McpAgent) -> None:
     word = unique_word("ended")
     arguments = capture_args(f"The {word} rule applied for one minute in 2023.")
     arguments = with_change(arguments, "payload/valid_time/t_end", VALID_FROM_MS + 60_000)
@@ -358,14 +356,14 @@ def test_search_record_valid_time_ended_not_returned(searcher: StdioAgent) -> No
     assert found_ids(searcher, word) == []
 
 
-def test_get_record_valid_time_ended_not_found(searcher: StdioAgent) -> None:
+def test_get_record_valid_time_ended_not_found(searcher: McpAgent) -> None:
     arguments = capture_args(f"The {unique_word()} rule applied for one minute in 2023.")
     arguments = with_change(arguments, "payload/valid_time/t_end", VALID_FROM_MS + 60_000)
     record_id = _admit_args(searcher, arguments)
     assert_failure(get(searcher, record_id), "NOT_FOUND")
 
 
-def test_search_record_valid_time_open_until_future_returned(searcher: StdioAgent) -> None:
+def test_search_record_valid_time_open_until_future_returned(searcher: McpAgent) -> None:
     word = unique_word("stillvalid")
     arguments = capture_args(f"The {word} rule applies until next year.")
     arguments = with_change(arguments, "payload/valid_time/t_end", _now_ms() + 365 * DAY_MS)
@@ -382,12 +380,12 @@ class Lapsed:
 
 
 @pytest.fixture(scope="module")
-def lapser(pool: Pool) -> StdioAgent:
+def lapser(pool: Pool) -> McpAgent:
     return pool.agent("lapser")
 
 
 @pytest.fixture(scope="module")
-def lapsed(lapser: StdioAgent) -> Lapsed:
+def lapsed(lapser: McpAgent) -> Lapsed:
     """A record admitted with expires_at two seconds ahead, seen while current, then left to lapse (in a
     scope of its own: see BINDINGS)."""
     word = unique_word("lapsing")
@@ -404,21 +402,21 @@ def lapsed(lapser: StdioAgent) -> Lapsed:
     return Lapsed(word, record_id, arguments, captured)
 
 
-def test_search_record_past_expires_at_not_returned(lapser: StdioAgent, lapsed: Lapsed) -> None:
+def test_search_record_past_expires_at_not_returned(lapser: McpAgent, lapsed: Lapsed) -> None:
     assert found_ids(lapser, lapsed.word) == []
 
 
-def test_get_record_past_expires_at_not_found(lapser: StdioAgent, lapsed: Lapsed) -> None:
+def test_get_record_past_expires_at_not_found(lapser: McpAgent, lapsed: Lapsed) -> None:
     assert_failure(get(lapser, lapsed.record_id), "NOT_FOUND")
 
 
-def test_capture_replay_after_expires_at_passed_duplicate_exact(lapser: StdioAgent, lapsed: Lapsed) -> None:
+def test_capture_replay_after_expires_at_passed_duplicate_exact(lapser: McpAgent, lapsed: Lapsed) -> None:
     again = ok_value(lapser.call(CAPTURE, lapsed.capture_arguments))
     assert again["status"] == "duplicate_exact"
     assert (again["candidate_id"], again["cursor"]) == (lapsed.captured["candidate_id"], lapsed.captured["cursor"])
 
 
-def test_capture_replay_after_forget_duplicate_exact(pool: Pool, searcher: StdioAgent) -> None:
+def test_capture_replay_after_forget_duplicate_exact(pool: Pool, searcher: McpAgent) -> None:
     arguments = capture_args(f"The {unique_word('replayed')} fact is forgotten, then replayed.")
     first = ok_value(searcher.call(CAPTURE, arguments))
     record_id = admit(searcher, first["candidate_id"])["outcome"]["record_id"]
@@ -435,7 +433,7 @@ def test_capture_replay_after_forget_duplicate_exact(pool: Pool, searcher: Stdio
 
 
 @pytest.fixture(scope="module")
-def wordy(searcher: StdioAgent) -> dict[str, str]:
+def wordy(searcher: McpAgent) -> dict[str, str]:
     word = unique_word("syntax")
     text = f'The {word} rollout uses blue-green deploys; "quoted" a:b NEAR(x) and OR not * ^ deploying.'
     _, record_id = remember(searcher, text)
@@ -446,22 +444,22 @@ def wordy(searcher: StdioAgent) -> dict[str, str]:
     "tail",
     ['"', '"unbalanced', "a:b", "blue-green", "NEAR(", "AND", "OR NOT", "*", "^", "(", ")", "-", "'", "{x}", "col:"],
 )
-def test_search_query_syntax_is_plain_text(searcher: StdioAgent, wordy: dict[str, str], tail: str) -> None:
+def test_search_query_syntax_is_plain_text(searcher: McpAgent, wordy: dict[str, str], tail: str) -> None:
     assert found_ids(searcher, f"{wordy['word']} {tail}") == [wordy["record_id"]]
 
 
 @pytest.mark.parametrize("query", ['"', "*", "NEAR(", ":", "()", "-", "OR", "^"])
-def test_search_query_only_syntax_is_empty_success(searcher: StdioAgent, query: str) -> None:
+def test_search_query_only_syntax_is_empty_success(searcher: McpAgent, query: str) -> None:
     assert isinstance(ok_value(search(searcher, query))["records"], list)
 
 
-def test_search_case_folding_and_stemming(searcher: StdioAgent, wordy: dict[str, str]) -> None:
+def test_search_case_folding_and_stemming(searcher: McpAgent, wordy: dict[str, str]) -> None:
     assert found_ids(searcher, wordy["word"].upper()) == [wordy["record_id"]]
     assert wordy["record_id"] in found_ids(searcher, "DEPLOY")
     assert wordy["record_id"] in found_ids(searcher, "deployed")
 
 
-def test_search_cjk_text_found(searcher: StdioAgent) -> None:
+def test_search_cjk_text_found(searcher: McpAgent) -> None:
     marker = unique_word("cjk")
     _, record_id = remember(searcher, f"{marker} 数据库迁移必须先备份 and then verify.")
     assert record_id in found_ids(searcher, "数据库迁移")
@@ -469,20 +467,22 @@ def test_search_cjk_text_found(searcher: StdioAgent) -> None:
 
 
 def test_search_next_page_pins_first_page_as_of(paths: HostPaths) -> None:
-    # On a home and server of its own: on the shared home, another server's housekeeping may move the
-    # scope between the two pages (however slowly the machine runs), and the cursor would rightly go stale.
-    with StdioAgent(paths.home, bind(paths, workspace="workspace-search").token) as own:
+    # On a home and server of its own: nothing else writes to the scope between the two pages, so the
+    # cursor is not stale.
+    served = ServedHome(paths)
+    with ServedAgent(served, bind(paths, workspace="workspace-search").token) as own:
         topic = unique_word("pagetopic")
         for index in range(PAGE_RECORDS):
             remember(own, f"The {topic} note {unique_word()} number {index} for paging.")
         first = _page(own, topic, limit=2)
         time.sleep(0.01)
         second = _page(own, topic, limit=2, page_cursor=first["next_page_cursor"])
+    served.close()
     for name in ("valid_as_of", "system_as_of", "ordered_ids_digest", "request_digest", "candidate_count"):
         assert second["rank_receipt"][name] == first["rank_receipt"][name], name
 
 
-def test_search_same_cursor_twice_same_page(searcher: StdioAgent, corpus: Corpus) -> None:
+def test_search_same_cursor_twice_same_page(searcher: McpAgent, corpus: Corpus) -> None:
     first = _page(searcher, corpus.topic, limit=2)
     one = _page(searcher, corpus.topic, limit=2, page_cursor=first["next_page_cursor"])
     two = _page(searcher, corpus.topic, limit=2, page_cursor=first["next_page_cursor"])

@@ -27,8 +27,6 @@ from tests.mcp.helpers import (
 )
 from tests.support.payloads import capture_args, unique_key
 
-pytestmark = pytest.mark.stdio
-
 
 def _b64url(data: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")

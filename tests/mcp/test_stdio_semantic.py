@@ -14,7 +14,7 @@ import pytest
 from engram_memory.embeddings.loader import E5
 from engram_memory.host.settings import HostPaths
 from tests.mcp.helpers import FORGET, HostCli, assert_failure, forget_args, found_ids, ok_value, remember, search
-from tests.support.agents import StdioAgent
+from tests.support.agents import McpAgent, StdioAgent
 from tests.support.homes import bind
 from tests.support.raw import raw_store
 
@@ -30,22 +30,22 @@ class Site:
         self.paths = paths
         self._agents: dict[str, StdioAgent] = {}
 
-    def _agent(self, name: str, token: str) -> StdioAgent:
+    def _agent(self, name: str, token: str) -> McpAgent:
         if name not in self._agents:
             self._agents[name] = StdioAgent(self.paths.home, token, semantic=True)
         return self._agents[name]
 
     @property
-    def alice(self) -> StdioAgent:
+    def alice(self) -> McpAgent:
         return self._agent("alice", bind(self.paths).token)
 
     @property
-    def alice_elsewhere(self) -> StdioAgent:
+    def alice_elsewhere(self) -> McpAgent:
         """Alice's binding in a second server process: an index of its own on the same store."""
         return self._agent("alice-2", bind(self.paths).token)
 
     @property
-    def other_tenant(self) -> StdioAgent:
+    def other_tenant(self) -> McpAgent:
         return self._agent("bob", bind(self.paths, tenant="tenant-b", principal="bob").token)
 
     def close(self) -> None:

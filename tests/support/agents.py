@@ -1,8 +1,10 @@
-"""A real MCP client (the SDK's) talking to a real `engram-memory serve` process over stdio.
+"""A real MCP client (the SDK's) talking to the server `engram-memory serve` runs.
 
-Driven synchronously from tests through an anyio blocking portal, so one server process can serve
-many tests. Every tool result is checked against SPEC §3 on the way in: the text block holds the
-same JSON as `structuredContent`, and `isError == !ok`.
+`StdioAgent` talks to a real `serve` process over stdio; `ServedAgent` to the same server, built the
+way `serve` builds it, in this process through the SDK's in-memory transport, for the tests about what
+the contract says rather than about the transport. Both are driven synchronously through an anyio
+blocking portal, so one server can serve many tests. Every tool result is checked against SPEC §3 on
+the way in: the text block holds the same JSON as `structuredContent`, and `isError == !ok`.
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import mcp_types as types
 from anyio.from_thread import start_blocking_portal
+from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
+from engram_memory.engine.ports.store import Clock
+from engram_memory.host.backends import store_backend
+from engram_memory.host.compose import open_engine, verify_token
+from engram_memory.host.serve.stdio_binding import StdioBinding
+from engram_memory.host.settings import HostPaths
+from engram_memory.mcp.server import build_server
 from mcp import Client, StdioServerParameters
 
 # The conformance suites check exact result sets, so their servers rank lexically unless a test asks for
@@ -26,31 +35,10 @@ from mcp import Client, StdioServerParameters
 LEXICAL_ONLY = {"ENGRAM_EMBEDDING_MODEL": "off"}
 
 
-class StdioAgent:
-    def __init__(
-        self,
-        home: Path,
-        token: str | None,
-        *,
-        mode: str = "auto",
-        extra_env: dict[str, str] | None = None,
-        semantic: bool = False,
-    ) -> None:
-        env = {**({} if semantic else LEXICAL_ONLY), **(extra_env or {})}
-        if token is not None:
-            env["ENGRAM_BINDING"] = token
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "engram_memory", "serve", "--home", str(home)], env=env
-        )
-        self._stack = ExitStack()
-        self._portal = self._stack.enter_context(start_blocking_portal())
-        try:
-            self._client: Client = self._stack.enter_context(
-                self._portal.wrap_async_context_manager(Client(params, mode=mode, read_timeout_seconds=60))
-            )
-        except BaseException:
-            self._stack.close()
-            raise
+class McpAgent:
+    _client: Client
+    _portal: Any
+    _stack: ExitStack
 
     @property
     def protocol_version(self) -> str:
@@ -100,11 +88,83 @@ class StdioAgent:
     def close(self) -> None:
         self._stack.close()
 
-    def __enter__(self) -> StdioAgent:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ServedHome:
+    """The engines `serve` opens for a home (agent calls through the runtime role, the binding checked by
+    the owner), opened once and shared by the servers of several bindings, as one process would."""
+
+    def __init__(self, paths: HostPaths, *, semantic: bool = False, clock: Clock | None = None) -> None:
+        self.paths = paths
+        self._stack = ExitStack()
+        try:
+            self.owner = self._stack.enter_context(open_engine(paths, semantic=semantic, clock=clock))
+            self.agents = self.owner
+            if store_backend(paths).runtime_role:
+                opened = open_engine(paths, runtime=True, semantic=semantic, clock=clock)
+                self.agents = self._stack.enter_context(opened)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def server(self, token: str | None) -> Server[Any]:
+        """The server `serve` builds for a stdio binding given as `token`."""
+        source = StdioBinding(lambda given: verify_token(self.paths, given), self.owner.binding_unusable, token=token)
+        return build_server(self.agents, lambda _ctx: source.binding())
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+class ServedAgent(McpAgent):
+    """The SDK's client joined to the server `serve` builds, in this process (the SDK's in-memory
+    transport). No handshake refusal and no housekeeping: those are the stdio transport's and the
+    process's, which StdioAgent's tests show."""
+
+    def __init__(self, served: ServedHome, token: str | None, *, mode: str = "auto") -> None:
+        self._stack = ExitStack()
+        try:
+            self._portal = self._stack.enter_context(start_blocking_portal())
+            self._client = self._stack.enter_context(
+                self._portal.wrap_async_context_manager(
+                    Client(served.server(token), mode=mode, read_timeout_seconds=60)
+                )
+            )
+        except BaseException:
+            self._stack.close()
+            raise
+
+
+class StdioAgent(McpAgent):
+    def __init__(
+        self,
+        home: Path,
+        token: str | None,
+        *,
+        mode: str = "auto",
+        extra_env: dict[str, str] | None = None,
+        semantic: bool = False,
+    ) -> None:
+        env = {**({} if semantic else LEXICAL_ONLY), **(extra_env or {})}
+        if token is not None:
+            env["ENGRAM_BINDING"] = token
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "engram_memory", "serve", "--home", str(home)], env=env
+        )
+        self._stack = ExitStack()
+        self._portal = self._stack.enter_context(start_blocking_portal())
+        try:
+            self._client: Client = self._stack.enter_context(
+                self._portal.wrap_async_context_manager(Client(params, mode=mode, read_timeout_seconds=60))
+            )
+        except BaseException:
+            self._stack.close()
+            raise
 
 
 def refusal_message(connect: Callable[[], StdioAgent]) -> str:

@@ -46,16 +46,16 @@ _FIXED_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 
 def _python_messages() -> Iterator[tuple[str | tuple[str, str], str]]:
     for path in sorted(HOST.rglob("*.py")):
-        for lineno, message, _comments, _context in extract_from_file("python", str(path), keywords=KEYWORDS):
-            yield message, f"{path.relative_to(ROOT)}:{lineno}"
+        for _lineno, message, _comments, _context in extract_from_file("python", str(path), keywords=KEYWORDS):
+            yield message, str(path.relative_to(ROOT))
 
 
 def _template_messages() -> Iterator[tuple[str | tuple[str, str], str]]:
     for folder in TEMPLATE_DIRS:
         for path in sorted(folder.glob("*.html")):
             found = extract_from_file(babel_extract, str(path), keywords=KEYWORDS, options={"trimmed": "true"})
-            for lineno, message, _comments, _context in found:
-                yield message, f"{path.relative_to(ROOT)}:{lineno}"
+            for _lineno, message, _comments, _context in found:
+                yield message, str(path.relative_to(ROOT))
 
 
 def _engine_messages() -> Iterator[tuple[str, str]]:

@@ -212,13 +212,20 @@ def serving_engines(paths: HostPaths) -> Iterator[Serving]:
 
 @contextmanager
 def open_engine(
-    paths: HostPaths, *, runtime: bool = False, semantic: bool | None = None, cluster: str = HOME_CLUSTER
+    paths: HostPaths,
+    *,
+    runtime: bool = False,
+    semantic: bool | None = None,
+    cluster: str = HOME_CLUSTER,
+    clock: Clock | None = None,
 ) -> Iterator[Engine]:
     """An engine over the home's store (or over another cluster's of tenants.toml, with the home's keys);
     the store is closed when the block ends.
 
     `semantic`: None ranks with the embedding model when the semantic extra is installed (the default
     profile), False ranks lexically only, True asks for the model (the engine has none if it is missing).
+
+    `clock` is the system's unless a test gives its own.
 
     `runtime=True` is for serving agent calls: on PostgreSQL it connects as the home's runtime role,
     which row-level security confines to the tenant of each call (the host's commands, housekeeping
@@ -253,7 +260,7 @@ def open_engine(
             keyring=keyring,
             vault=vault,
             policies=FilePolicySource(paths.policy),
-            clock=SystemClock(),
+            clock=clock or SystemClock(),
             cursor_key=macs.cursor,
             audit_key=macs.audit,
             semantic=cache,

@@ -140,10 +140,8 @@ def test_a_record_the_host_moves_out_of_current_leaves_both_indexes(
     for text in OTHERS:
         first.remember(text)
     assert car in _agree(first, second, PARAPHRASE)
-    if leave == "supersede":
-        host.transition("supersede", car, successor_id=successor, decided_by="host:test")
-    else:
-        getattr(host, leave)(car, decided_by="host:test")
+    arguments = {"successor_id": successor} if leave == "supersede" else {}
+    host.transition(leave, car, decided_by="host:test", **arguments)
     assert car not in _agree(first, second, PARAPHRASE)
 
 
