@@ -43,10 +43,13 @@ test: lint unit
 
 # The stress tests at full size (marked `slow`; their short forms run in `unit`) and the tests that take
 # seconds each (marked `long`: several real processes, Chromium, the Node tools, large inputs).
+# The long ones on two workers, as make test runs its own; the stress tests alone, one at a time, as they
+# always ran.
 test-slow: $(STAMP) system-packages $(NODE_STAMP)
-	$(BIN)/pytest -n 2 --dist worksteal -m 'slow or long'
+	$(BIN)/pytest -n 2 --dist worksteal -m 'long and not slow'
+	$(BIN)/pytest -m slow
 
-# Issue 14's adversarial suite at its full size, then its summary table (a short form runs in `unit`).
+# Issue 14's adversarial suite at its full size, then its summary table (a short form runs in `test-slow`).
 reliability: $(STAMP) system-packages $(NODE_STAMP)
 	rm -f .reliability.jsonl
 	ENGRAM_RELIABILITY=full ENGRAM_RELIABILITY_REPORT=.reliability.jsonl $(BIN)/pytest -m 'not slow' tests/reliability tests/mcp/test_multiprocess.py
