@@ -41,6 +41,44 @@ class _Builder:
         return output
 
 
+class _Layers:
+    """The operators of one post-LayerNorm BERT layer, over the file's weights."""
+
+    def __init__(self, g: _Builder, model: E5File) -> None:
+        self.g, self.model = g, model
+
+    def dense(self, source: str, name: str, rows: int, columns: int) -> str:
+        g, model = self.g, self.model
+        weight = g.constant(f"{name}.w", model.matrix(f"{name}.w", rows, columns).T)
+        return g.op("Add", [g.op("MatMul", [source, weight]), g.constant(f"{name}.b", model.tensor(f"{name}.b"))])
+
+    def split_heads(self, source: str, perm: list[int]) -> str:
+        return self.g.op("Transpose", [self.g.op("Reshape", [source, "heads_shape"])], perm=perm)
+
+    def norm(self, source: str, residual: str, name: str) -> str:
+        g, model = self.g, self.model
+        weight, bias = (
+            g.constant(f"{name}.w", model.tensor(f"{name}.w")),
+            g.constant(f"{name}.b", model.tensor(f"{name}.b")),
+        )
+        return g.op("LayerNormalization", [g.op("Add", [source, residual]), weight, bias], axis=-1, epsilon=model.eps)
+
+    def layer(self, x: str, p: str) -> str:
+        g, hidden, dense = self.g, self.model.hidden, self.dense
+        q = self.split_heads(dense(x, p + "q", hidden, hidden), [0, 2, 1, 3])
+        k = self.split_heads(dense(x, p + "k", hidden, hidden), [0, 2, 3, 1])
+        v = self.split_heads(dense(x, p + "v", hidden, hidden), [0, 2, 1, 3])
+        weights = g.op("Softmax", [g.op("Mul", [g.op("MatMul", [q, k]), "scale"])], axis=-1)
+        context = g.op("MatMul", [weights, v])
+        context = g.op("Reshape", [g.op("Transpose", [context], perm=[0, 2, 1, 3]), "hidden_shape"])
+        x = self.norm(dense(context, p + "ao", hidden, hidden), x, p + "aln")
+        inner = dense(x, p + "fi", self.model.inner, hidden)
+        gelu = g.op(
+            "Mul", [g.op("Mul", [inner, g.op("Add", [g.op("Erf", [g.op("Div", [inner, "sqrt2"])]), "unit"])]), "half"]
+        )
+        return self.norm(dense(gelu, p + "fo", hidden, self.model.inner), x, p + "oln")
+
+
 def float_graph(model: E5File) -> Any:
     """The encoder in float32 (an onnx ModelProto), for quantize.integer_graph."""
     from onnx import TensorProto, checker, helper
@@ -68,34 +106,9 @@ def float_graph(model: E5File) -> Any:
         epsilon=model.eps,
     )
 
-    def dense(source: str, name: str, rows: int, columns: int) -> str:
-        weight = g.constant(f"{name}.w", model.matrix(f"{name}.w", rows, columns).T)
-        return g.op("Add", [g.op("MatMul", [source, weight]), g.constant(f"{name}.b", model.tensor(f"{name}.b"))])
-
-    def split_heads(source: str, perm: list[int]) -> str:
-        return g.op("Transpose", [g.op("Reshape", [source, "heads_shape"])], perm=perm)
-
-    def norm(source: str, residual: str, name: str) -> str:
-        weight, bias = (
-            g.constant(f"{name}.w", model.tensor(f"{name}.w")),
-            g.constant(f"{name}.b", model.tensor(f"{name}.b")),
-        )
-        return g.op("LayerNormalization", [g.op("Add", [source, residual]), weight, bias], axis=-1, epsilon=model.eps)
-
+    layers = _Layers(g, model)
     for layer in range(model.layers):
-        p = f"l{layer}."
-        q = split_heads(dense(x, p + "q", hidden, hidden), [0, 2, 1, 3])
-        k = split_heads(dense(x, p + "k", hidden, hidden), [0, 2, 3, 1])
-        v = split_heads(dense(x, p + "v", hidden, hidden), [0, 2, 1, 3])
-        weights = g.op("Softmax", [g.op("Mul", [g.op("MatMul", [q, k]), "scale"])], axis=-1)
-        context = g.op("MatMul", [weights, v])
-        context = g.op("Reshape", [g.op("Transpose", [context], perm=[0, 2, 1, 3]), "hidden_shape"])
-        x = norm(dense(context, p + "ao", hidden, hidden), x, p + "aln")
-        inner = dense(x, p + "fi", model.inner, hidden)
-        gelu = g.op(
-            "Mul", [g.op("Mul", [inner, g.op("Add", [g.op("Erf", [g.op("Div", [inner, "sqrt2"])]), "unit"])]), "half"]
-        )
-        x = norm(dense(gelu, p + "fo", hidden, model.inner), x, p + "oln")
+        x = layers.layer(x, f"l{layer}.")
 
     g.nodes.append(helper.make_node("ReduceMean", [x], ["pooled"], name="pool", axes=[1], keepdims=0))
     graph = helper.make_graph(

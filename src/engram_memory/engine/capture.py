@@ -6,7 +6,7 @@ here, on the plaintext, and its findings (categories only) wait for the admissio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram_memory.contract.canonical import EVIDENCE_DOMAIN, PAYLOAD_DOMAIN, canonical_json, digest
@@ -21,12 +21,12 @@ from engram_memory.engine.admission.policy import AdmissionPolicy, TimeBounds
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import replayed_response
-from engram_memory.engine.lifecycle.gate import GateHeld, GateRequest, check_gate, consume
+from engram_memory.engine.lifecycle.gate import GateHeld, GatePass, GateRequest, check_gate, consume
 from engram_memory.engine.mutation import append_event, remember_response, run_mutation
-from engram_memory.engine.ports.store import CandidateRow, Scope, StoreTx
+from engram_memory.engine.ports.store import CandidateRow, JournalEvent, Scope, StoreTx
 from engram_memory.engine.receipts import transaction_receipt_digest
 from engram_memory.engine.sealing.seal import seal
-from engram_memory.engine.secrets import scan_value, secret_categories
+from engram_memory.engine.secrets import SecretFinding, scan_value, secret_categories
 
 DAY_MS = 86_400_000
 DEFAULT_RETENTION = {"derivative_rule": "make-ineligible"}
@@ -129,22 +129,53 @@ def _capture(
     kept = stored_payload(payload, retention, reconciliation, scope)
     payload_digest = digest(PAYLOAD_DOMAIN, kept)
     body = canonical_json({"payload": kept, "evidence": evidence})
-    gate_pass = None
-    if call.binding.confirm_mutations:
-        summary = {
-            "operation": "capture",
-            "record_digest": payload_digest,
-            "components": len(payload["components"]),
-            "citations": len(payload["citations"]),
-            "bytes": len(body),
-        }
-        gate = GateRequest(scope, call.actor, Tool.CAPTURE.value, payload_digest, op_digest, None, summary)
-        checked = check_gate(tx, gate, call.now_ms)
-        if isinstance(checked, GateHeld):
-            return checked
-        gate_pass = checked
-
+    gate_pass = (
+        _gate(tx, call, payload, payload_digest, op_digest, len(body)) if call.binding.confirm_mutations else None
+    )
+    if isinstance(gate_pass, GateHeld):
+        return gate_pass
     findings = scan_value({"payload": payload, "evidence": evidence}, categories=policy.secret_categories)
+    candidate_id, event = _new_candidate(deps, tx, call, payload, evidence, payload_digest, body, findings)
+    response = {
+        "status": "committed_pending",
+        "candidate_id": candidate_id,
+        "record_digest": payload_digest,
+        "cursor": event.cursor,
+        "transaction_receipt_digest": transaction_receipt_digest(Tool.CAPTURE.value, key, [event]),
+    }
+    if gate_pass is not None:
+        consume(tx, gate_pass, deps.clock.now_ms())
+    remember_response(tx, call, Tool.CAPTURE, arguments, op_digest, CAPTURE_TARGET, response)
+    return response
+
+
+def _gate(
+    tx: StoreTx, call: Call, payload: Mapping[str, Any], payload_digest: str, op_digest: str, size: int
+) -> GatePass | GateHeld:
+    """A binding that confirms mutations: the person's approval of this very capture, or a request for it."""
+    summary = {
+        "operation": "capture",
+        "record_digest": payload_digest,
+        "components": len(payload["components"]),
+        "citations": len(payload["citations"]),
+        "bytes": size,
+    }
+    gate = GateRequest(call.scope, call.actor, Tool.CAPTURE.value, payload_digest, op_digest, None, summary)
+    return check_gate(tx, gate, call.now_ms)
+
+
+def _new_candidate(
+    deps: Deps,
+    tx: StoreTx,
+    call: Call,
+    payload: Mapping[str, Any],
+    evidence: Mapping[str, Any],
+    payload_digest: str,
+    body: bytes,
+    findings: Sequence[SecretFinding],
+) -> tuple[str, JournalEvent]:
+    """The pending candidate: its journal event, its row and its sealed body."""
+    scope = call.scope
     candidate_id = new_candidate_id()
     event = append_event(
         tx,
@@ -176,14 +207,4 @@ def _capture(
     tx.put_body(
         scope, candidate_id, seal(deps.keyring, deps.vault, scope, candidate_id, "candidate", body, call.now_ms)
     )
-    response = {
-        "status": "committed_pending",
-        "candidate_id": candidate_id,
-        "record_digest": payload_digest,
-        "cursor": event.cursor,
-        "transaction_receipt_digest": transaction_receipt_digest(Tool.CAPTURE.value, key, [event]),
-    }
-    if gate_pass is not None:
-        consume(tx, gate_pass, deps.clock.now_ms())
-    remember_response(tx, call, Tool.CAPTURE, arguments, op_digest, CAPTURE_TARGET, response)
-    return response
+    return candidate_id, event

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from engram_memory.contract.ids import new_record_id
 from engram_memory.contract.instants import parse_instant
 from engram_memory.contract.states import CandidateState, RecordState
 from engram_memory.engine import journal
-from engram_memory.engine.admission.decision import Decision, Verdict
+from engram_memory.engine.admission.decision import EXPLAINED, Decision, Verdict, shown_reasons
 from engram_memory.engine.admission.families import family_keys, supersede_members
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import append_event_as
@@ -26,13 +28,54 @@ from engram_memory.engine.recall.semantic import Embedded, index_vector, to_byte
 from engram_memory.engine.sealing.bodies import read_body
 from engram_memory.engine.sealing.seal import seal
 
-# verdict -> (journal event, candidate state, waiting for a human, the status an agent's answer names)
-EFFECTS = {
-    Verdict.ACCEPT: (journal.CANDIDATE_ACCEPTED, CandidateState.ACCEPTED_CURRENT, False, "accepted"),
-    Verdict.DUPLICATE: (journal.CANDIDATE_DUPLICATE, CandidateState.ACCEPTED_CURRENT, False, "duplicate_exact"),
-    Verdict.REJECT: (journal.CANDIDATE_REJECTED, CandidateState.REJECTED, False, "rejected"),
-    Verdict.ADJUDICATE: (journal.CANDIDATE_ADJUDICATION, CandidateState.PENDING, True, "pending_adjudication"),
-}
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """What a verdict writes and answers: its journal event, the candidate's next state, whether the
+    candidate now waits for a person, and the status an agent's answer names."""
+
+    event_kind: str
+    candidate_state: CandidateState
+    waits_for_person: bool
+    status: str
+
+
+EFFECTS: Mapping[Verdict, Effect] = MappingProxyType(
+    {
+        Verdict.ACCEPT: Effect(journal.CANDIDATE_ACCEPTED, CandidateState.ACCEPTED_CURRENT, False, "accepted"),
+        Verdict.DUPLICATE: Effect(
+            journal.CANDIDATE_DUPLICATE, CandidateState.ACCEPTED_CURRENT, False, "duplicate_exact"
+        ),
+        Verdict.REJECT: Effect(journal.CANDIDATE_REJECTED, CandidateState.REJECTED, False, "rejected"),
+        Verdict.ADJUDICATE: Effect(
+            journal.CANDIDATE_ADJUDICATION, CandidateState.PENDING, True, "pending_adjudication"
+        ),
+    }
+)
+
+
+def answer_outcome(
+    candidate_id: str,
+    decision: Decision,
+    decision_digest: str,
+    *,
+    record_id: str | None,
+    cursor: int,
+    transaction_receipt: str,
+) -> dict[str, Any]:
+    """The `outcome` of an agent's request_admission answer: what the policy answers at once, and what a
+    person's later decision replays into every answer that was left pending."""
+    outcome: dict[str, Any] = {"status": EFFECTS[decision.verdict].status, "candidate_id": candidate_id}
+    if record_id is not None:
+        outcome["record_id"] = record_id
+    if decision.verdict in EXPLAINED:
+        outcome["reasons"] = shown_reasons(decision.reasons)
+    if decision.supersedes:
+        outcome["superseded_record_ids"] = list(decision.supersedes)
+    outcome["cursor"] = cursor
+    outcome["decision_receipt_digest"] = decision_digest
+    outcome["transaction_receipt_digest"] = transaction_receipt
+    return outcome
 
 
 def apply_decision(
@@ -56,7 +99,8 @@ def apply_decision(
     `embedded` its vector when the caller computed it already. Raises ContractError BLOB_MISSING.
     """
     scope, candidate_id = candidate.scope, candidate.candidate_id
-    kind, state, adjudication, _ = EFFECTS[decision.verdict]
+    effect = EFFECTS[decision.verdict]
+    adjudication = effect.waits_for_person
     record_id = new_record_id() if decision.verdict is Verdict.ACCEPT else decision.duplicate_of
     data: dict[str, Any] = {
         "candidate_id": candidate_id,
@@ -72,7 +116,7 @@ def apply_decision(
         data["reason_ref"] = reason_ref
     if decision.supersedes:
         data["supersedes"] = list(decision.supersedes)
-    event = append_event_as(tx, scope, actor, at_ms, kind, data)
+    event = append_event_as(tx, scope, actor, at_ms, effect.event_kind, data)
     events = [event]
     if decision.verdict is Verdict.ACCEPT and record_id is not None:
         create_record(
@@ -92,7 +136,7 @@ def apply_decision(
     tx.update_candidate(
         scope,
         candidate_id,
-        state=state.value,
+        state=effect.candidate_state.value,
         adjudication=adjudication,
         record_id=record_id,
         review_reasons=decision.reasons if adjudication or decision.verdict is Verdict.REJECT else (),

@@ -292,9 +292,8 @@ def _times(data: Mapping[str, Any]) -> TimeBounds:
     return TimeBounds(bounds[0], bounds[1], _get(table, "allow_seconds_range", bool, False))
 
 
-def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
-    """Parse the host's policy file content. Raises PolicyError naming the first bad key."""
-    known = {
+_KEYS = frozenset(
+    {
         "policy_id",
         "version",
         "mode",
@@ -311,23 +310,18 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         "near_duplicates",
         "times",
     }
-    unknown = sorted(set(data) - known)
+)
+
+
+def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
+    """Parse the host's policy file content. Raises PolicyError naming the first bad key."""
+    unknown = sorted(set(data) - _KEYS)
     if unknown:
         raise PolicyError(f"unknown policy key: {unknown[0]}")
     mode = _get(data, "mode", str, "auto")
     if mode not in ("auto", "review"):
         raise PolicyError("mode must be 'auto' or 'review'")
-    secrets = data.get("secrets", {})
-    if not isinstance(secrets, dict):
-        raise PolicyError("[secrets] must be a table")
-    categories = set(DEFAULT_CATEGORIES)
-    for name, enabled in secrets.items():
-        if name not in CATEGORIES or not isinstance(enabled, bool):
-            raise PolicyError(f"secrets.{name} must be a known category set to true or false")
-        if enabled:
-            categories.add(name)
-        else:
-            categories.discard(name)
+    categories = _secret_categories(data)
     redact = _strings(data, "redact_fields")
     if not redact <= REDACTABLE_FIELDS:
         raise PolicyError("redact_fields names a field that cannot be redacted")
@@ -341,7 +335,7 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         retain_principals=_strings(data, "retain_principals"),
         max_retention_days=_get(data, "max_retention_days", int, 365),
         consented_families=_strings(data, "consented_families"),
-        secret_categories=frozenset(categories),
+        secret_categories=categories,
         redact_fields=tuple(sorted(redact)),
         auto_accept=_auto_accept(data),
         family_rules=_family_rules(data),
@@ -358,6 +352,22 @@ def policy_from_mapping(data: Mapping[str, Any]) -> AdmissionPolicy:
         return policy.with_digest()
     except CanonicalError as exc:
         raise PolicyError("the policy holds text canonical JSON cannot carry (not NFC)") from exc
+
+
+def _secret_categories(data: Mapping[str, Any]) -> frozenset[str]:
+    """The detector's categories: the defaults, with those `[secrets]` turns on or off."""
+    secrets = data.get("secrets", {})
+    if not isinstance(secrets, dict):
+        raise PolicyError("[secrets] must be a table")
+    categories = set(DEFAULT_CATEGORIES)
+    for name, enabled in secrets.items():
+        if name not in CATEGORIES or not isinstance(enabled, bool):
+            raise PolicyError(f"secrets.{name} must be a known category set to true or false")
+        if enabled:
+            categories.add(name)
+        else:
+            categories.discard(name)
+    return frozenset(categories)
 
 
 class PolicySource(Protocol):

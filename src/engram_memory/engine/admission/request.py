@@ -14,16 +14,8 @@ from typing import Any
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
 from engram_memory.contract.tools import Tool
-from engram_memory.engine.admission.decision import (
-    EXPLAINED,
-    CandidateFacts,
-    Decision,
-    Verdict,
-    decide,
-    rejection_reasons,
-    shown_reasons,
-)
-from engram_memory.engine.admission.effects import apply_decision
+from engram_memory.engine.admission.decision import CandidateFacts, Decision, Verdict, decide, rejection_reasons
+from engram_memory.engine.admission.effects import answer_outcome, apply_decision
 from engram_memory.engine.admission.families import FamilyPlan, family_refs, plan_families
 from engram_memory.engine.admission.near_duplicates import is_near_duplicate
 from engram_memory.engine.admission.policy import DECISION_MAX_AGE_MS, AdmissionPolicy
@@ -42,13 +34,6 @@ from engram_memory.engine.sealing.bodies import read_body, read_payload
 _CANDIDATE_BODY_ENDED = frozenset({"accepted", "rejected", "duplicate_exact"})
 _PLAINTEXT_LIVES_ON = frozenset({"accepted", "duplicate_exact"})
 logger = logging.getLogger(__name__)
-
-_STATUS = {
-    Verdict.ACCEPT: "accepted",
-    Verdict.REJECT: "rejected",
-    Verdict.ADJUDICATE: "pending_adjudication",
-    Verdict.DUPLICATE: "duplicate_exact",
-}
 
 
 def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -136,22 +121,18 @@ def _admit(
     decision_digest = decision_receipt_digest(candidate_id, decision, call.now_ms)
     events, record_id = _apply(deps, tx, call, candidate, decision, decision_digest, plaintext, payload, ahead)
 
-    # The decision must still be the policy in force, and fresh, when it commits.
-    if deps.policies.current().digest != policy.digest or deps.clock.now_ms() - call.now_ms > DECISION_MAX_AGE_MS:
-        raise ContractError(ErrorCode.POLICY_STALE)
+    still_in_force(deps, policy, decided_at_ms=call.now_ms, max_age_ms=DECISION_MAX_AGE_MS)
     if gate_pass is not None:
         consume(tx, gate_pass, deps.clock.now_ms())
 
-    outcome: dict[str, Any] = {"status": _STATUS[decision.verdict], "candidate_id": candidate_id}
-    if record_id is not None:
-        outcome["record_id"] = record_id
-    if decision.verdict in EXPLAINED:
-        outcome["reasons"] = shown_reasons(decision.reasons)
-    if decision.supersedes:
-        outcome["superseded_record_ids"] = list(decision.supersedes)
-    outcome["cursor"] = events[-1].cursor if events else head_of(tx, call).cursor
-    outcome["decision_receipt_digest"] = decision_digest
-    outcome["transaction_receipt_digest"] = transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, key, events)
+    outcome = answer_outcome(
+        candidate_id,
+        decision,
+        decision_digest,
+        record_id=record_id,
+        cursor=events[-1].cursor if events else head_of(tx, call).cursor,
+        transaction_receipt=transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, key, events),
+    )
     remember_response(tx, call, Tool.REQUEST_ADMISSION, arguments, op_digest, candidate_id, {"outcome": outcome})
     return {"outcome": outcome, "replayed": False}
 
@@ -199,6 +180,16 @@ def _policy_decision(
         near_duplicate=near,
     )
     return decision, plaintext, payload
+
+
+def still_in_force(deps: Deps, policy: AdmissionPolicy, *, decided_at_ms: int, max_age_ms: int | None = None) -> None:
+    """A decision commits only under the policy it names, and (an agent's) only while it is fresh: raises
+    ContractError POLICY_STALE otherwise. A person's decision has no age limit (`max_age_ms` None)."""
+    stale = deps.policies.current().digest != policy.digest
+    if max_age_ms is not None and deps.clock.now_ms() - decided_at_ms > max_age_ms:
+        stale = True
+    if stale:
+        raise ContractError(ErrorCode.POLICY_STALE)
 
 
 def candidate_facts(candidate: CandidateRow) -> CandidateFacts:

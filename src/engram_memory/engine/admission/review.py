@@ -13,15 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engram_memory.contract.errors import ContractError, ErrorCode
+from engram_memory.contract.errors import ContractError
 from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
 from engram_memory.contract.tools import Tool
-from engram_memory.engine.admission.decision import EXPLAINED, Decision, Verdict, rejection_reasons, shown_reasons
-from engram_memory.engine.admission.effects import EFFECTS, apply_decision
+from engram_memory.engine.admission.decision import Decision, Verdict, rejection_reasons, shown_reasons
+from engram_memory.engine.admission.effects import EFFECTS, answer_outcome, apply_decision
 from engram_memory.engine.admission.families import current_members, family_refs, plan_families, plan_of
 from engram_memory.engine.admission.near_duplicates import near_matches
 from engram_memory.engine.admission.policy import AdmissionPolicy
-from engram_memory.engine.admission.request import candidate_facts
+from engram_memory.engine.admission.request import candidate_facts, still_in_force
 from engram_memory.engine.admission.same_text import same_text_record
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import host_actor, reason_ref_ok
@@ -228,6 +228,8 @@ def _decide(
     reason_ref: str | None,
     supersede: bool | None = None,
 ) -> ReviewDecision:
+    """The person's decision, as an agent's admission runs: the facts, the decision, its effects, and the
+    policy still in force at the commit (request.py); then every pending answer replays it."""
     if not reason_ref_ok(reason_ref):
         raise ReviewError(Refusal.REASON_REF_INVALID)
     policy = deps.policies.current()
@@ -240,43 +242,7 @@ def _decide(
             raise ReviewError(
                 Refusal.CANDIDATE_NOT_PENDING, code=exc.code.value, candidate_id=candidate_id, state=candidate.state
             ) from exc
-        scope = candidate.scope
-        duplicate_of = None
-        plaintext: bytes | None = None
-        payload: Mapping[str, Any] | None = None
-        if accept:
-            # A person may overrule the tombstone guard and review mode, never the rejection rules:
-            # a secret must not reach the index because someone clicked accept.
-            refused = rejection_reasons(policy, candidate_facts(candidate))
-            if refused:
-                raise ReviewError(Refusal.POLICY_REJECTS, candidate_id=candidate_id, reasons=", ".join(refused))
-            duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
-        duplicate_reason = "duplicate_exact"
-        if accept and duplicate_of is None:
-            # Opened once: compared with the current records, families read from it, the record sealed from it.
-            plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
-            payload = json.loads(plaintext)["payload"]
-            duplicate_of = same_text_record(
-                tx, scope, payload, now_ms, lambda record_id: read_payload(deps, tx, scope, record_id, "record")
-            )
-            duplicate_reason = "duplicate_text"
-        if not accept:
-            decision = Decision(Verdict.REJECT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest)
-        elif duplicate_of is not None:
-            decision = Decision(
-                Verdict.DUPLICATE,
-                (HOST_REVIEW, duplicate_reason),
-                policy.policy_id,
-                policy.version,
-                policy.digest,
-                duplicate_of,
-            )
-        else:
-            assert payload is not None
-            displaced = _displaced(deps, tx, candidate, policy, payload, supersede)
-            decision = Decision(
-                Verdict.ACCEPT, (HOST_REVIEW,), policy.policy_id, policy.version, policy.digest, None, displaced
-            )
+        decision, plaintext, payload = _person_decision(deps, tx, candidate, policy, accept, supersede, now_ms)
         decision_digest = decision_receipt_digest(candidate_id, decision, now_ms)
         events, record_id = apply_decision(
             deps,
@@ -290,23 +256,18 @@ def _decide(
             reason_ref=reason_ref,
             payload=payload,
         )
-
-        # The decision names the policy in force: it must still be in force when it commits.
-        if deps.policies.current().digest != policy.digest:
-            raise ContractError(ErrorCode.POLICY_STALE)
-        status = EFFECTS[decision.verdict][3]
-        event = events[0]
+        still_in_force(deps, policy, decided_at_ms=now_ms)
         rewritten = _rewrite_answers(tx, candidate, decision, record_id, events, decision_digest)
     # The body is gone in the committed state; now its key and the erased pages go too.
     key_destroyed = deps.vault.destroy([candidate_id], deps.clock.now_ms())
     deps.store.erase_physically()
     return ReviewDecision(
         candidate=candidate,
-        status=status,
+        status=EFFECTS[decision.verdict].status,
         reasons=decision.reasons,
         record_id=record_id,
         cursor=events[-1].cursor,
-        event_id=event.event_id,
+        event_id=events[0].event_id,
         decision_receipt_digest=decision_digest,
         decided_by=decided_by,
         decided_at_ms=now_ms,
@@ -314,6 +275,42 @@ def _decide(
         key_destroyed=key_destroyed,
         superseded=decision.supersedes,
     )
+
+
+def _person_decision(
+    deps: Deps,
+    tx: StoreTx,
+    candidate: CandidateRow,
+    policy: AdmissionPolicy,
+    accept: bool,
+    supersede: bool | None,
+    now_ms: int,
+) -> tuple[Decision, bytes | None, Mapping[str, Any] | None]:
+    """What a person's accept or reject becomes, with the body and payload when they had to be opened.
+
+    A person may overrule the tombstone guard and review mode, never the rejection rules: a secret must
+    not reach the index because someone clicked accept.
+    """
+    scope, candidate_id = candidate.scope, candidate.candidate_id
+    stamp = (policy.policy_id, policy.version, policy.digest)
+    if not accept:
+        return Decision(Verdict.REJECT, (HOST_REVIEW,), *stamp), None, None
+    refused = rejection_reasons(policy, candidate_facts(candidate))
+    if refused:
+        raise ReviewError(Refusal.POLICY_REJECTS, candidate_id=candidate_id, reasons=", ".join(refused))
+    duplicate_of = tx.find_record_by_digest(scope, candidate.payload_digest, RecordState.ACCEPTED_CURRENT.value)
+    if duplicate_of is not None:
+        return Decision(Verdict.DUPLICATE, (HOST_REVIEW, "duplicate_exact"), *stamp, duplicate_of), None, None
+    # Opened once: compared with the current records, families read from it, the record sealed from it.
+    plaintext = read_body(deps, tx, scope, candidate_id, "candidate")
+    payload = json.loads(plaintext)["payload"]
+    same = same_text_record(
+        tx, scope, payload, now_ms, lambda record_id: read_payload(deps, tx, scope, record_id, "record")
+    )
+    if same is not None:
+        return Decision(Verdict.DUPLICATE, (HOST_REVIEW, "duplicate_text"), *stamp, same), plaintext, payload
+    displaced = _displaced(deps, tx, candidate, policy, payload, supersede)
+    return Decision(Verdict.ACCEPT, (HOST_REVIEW,), *stamp, None, displaced), plaintext, payload
 
 
 def _rewrite_answers(
@@ -330,17 +327,13 @@ def _rewrite_answers(
     """
     answers = tx.pending_admission_answers(candidate.scope, candidate.candidate_id)
     for answer in answers:
-        outcome: dict[str, Any] = {"status": EFFECTS[decision.verdict][3], "candidate_id": candidate.candidate_id}
-        if record_id is not None:
-            outcome["record_id"] = record_id
-        if decision.verdict in EXPLAINED:
-            outcome["reasons"] = shown_reasons(decision.reasons)
-        if decision.supersedes:
-            outcome["superseded_record_ids"] = list(decision.supersedes)
-        outcome["cursor"] = events[-1].cursor
-        outcome["decision_receipt_digest"] = decision_digest
-        outcome["transaction_receipt_digest"] = transaction_receipt_digest(
-            Tool.REQUEST_ADMISSION.value, answer.key, events
+        outcome = answer_outcome(
+            candidate.candidate_id,
+            decision,
+            decision_digest,
+            record_id=record_id,
+            cursor=events[-1].cursor,
+            transaction_receipt=transaction_receipt_digest(Tool.REQUEST_ADMISSION.value, answer.key, events),
         )
         tx.rewrite_admission_answer(answer.scope, answer.principal, answer.key, {"outcome": outcome})
     return len(answers)

@@ -300,6 +300,27 @@ def _keep(deps: Deps, call: Call, embedded: list[Embedded]) -> None:
         pass  # derived data: the next search embeds them again
 
 
+def _profile(cache: VectorCache | None) -> tuple[str, int, str]:
+    """The ranking profile, its version and its formula: lexical without a model, hybrid with one."""
+    if cache is None:
+        return PROFILE, PROFILE_VERSION, lexical_formula() + relevance_formula(LEXICAL_FLOORS)
+    formula = hybrid_formula(cosine_formula(cache.model)) + relevance_formula(cache.model.floors)
+    return HYBRID_PROFILE, HYBRID_PROFILE_VERSION, formula
+
+
+def _as_of(page: PagePin, head: ScopeHead, ranking: _Ranking) -> dict[str, Any]:
+    """The receipt's account of what was ranked: as of when, through which cursor, in which order."""
+    ranked = ranking.ranked
+    return {
+        "valid_as_of": format_instant(page.valid_as_of),
+        "system_as_of": format_instant(page.system_as_of),
+        "through_cursor": head.records_cursor,
+        "candidate_count": len(ranked),
+        "ordered_ids_digest": digest(RANK_ORDER_DOMAIN, [scored.doc_id for scored in ranked]),
+        "channels": ranking.channels,
+    }
+
+
 def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Raises ContractError STALE_PAGE, RANKING_UNAVAILABLE, PROJECTION_OVERSIZED, PROJECTION_STALE (the
     scope awaits a re-index), POLICY_UNAVAILABLE, BLOB_MISSING, STORE_UNAVAILABLE. No match is an empty
@@ -311,15 +332,7 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     if minimum != "lexical" and cache is None:
         # No embedding model is installed: say so rather than answer lexically.
         raise ContractError(ErrorCode.RANKING_UNAVAILABLE)
-    profile, profile_version, formula = (
-        (PROFILE, PROFILE_VERSION, lexical_formula() + relevance_formula(LEXICAL_FLOORS))
-        if cache is None
-        else (
-            HYBRID_PROFILE,
-            HYBRID_PROFILE_VERSION,
-            hybrid_formula(cosine_formula(cache.model)) + relevance_formula(cache.model.floors),
-        )
-    )
+    profile, profile_version, formula = _profile(cache)
     limit = arguments.get("limit", DEFAULT_LIMIT)
     budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)
     params = {
@@ -360,7 +373,7 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         return head, PagePin(offset, generation, valid_as_of, system_as_of), ranking, packets
 
     head, page, ranking, packets = read_scope(deps, call.scope, ranked_page)
-    ranked, offset, valid_as_of, system_as_of = ranking.ranked, page.offset, page.valid_as_of, page.system_as_of
+    ranked, offset = ranking.ranked, page.offset
     if ranking.embedded:
         _keep(deps, call, ranking.embedded)
     receipt: dict[str, Any] = {
@@ -368,12 +381,7 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         "profile": profile,
         "profile_version": profile_version,
         "formula_ref": formula,
-        "valid_as_of": format_instant(valid_as_of),
-        "system_as_of": format_instant(system_as_of),
-        "through_cursor": head.records_cursor,
-        "candidate_count": len(ranked),
-        "ordered_ids_digest": digest(RANK_ORDER_DOMAIN, [scored.doc_id for scored in ranked]),
-        "channels": ranking.channels,
+        **_as_of(page, head, ranking),
     }
     value: dict[str, Any] = {"records": packets, "rank_receipt": receipt}
     next_offset = offset + len(packets)
@@ -381,7 +389,7 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
         value["next_page_cursor"] = mint_cursor(
             deps.cursor_key,
             request_digest,
-            PagePin(next_offset, head.records_cursor, valid_as_of, system_as_of),
+            PagePin(next_offset, head.records_cursor, page.valid_as_of, page.system_as_of),
         )
     value["response_digest"] = digest(RESPONSE_DOMAIN, value)
     return value

@@ -27,7 +27,7 @@ from engram_memory.host.language.catalogue import _
 from engram_memory.host.language.formats import number
 from engram_memory.host.recovery.backup import backup_home
 from engram_memory.host.recovery.manifest import BackupRefused
-from engram_memory.host.recovery.restore import restore_home
+from engram_memory.host.recovery.restore import RestoreReport, restore_home
 from engram_memory.host.settings import resolve_home
 
 FileArgument = Annotated[Path, typer.Argument(metavar="FILE", help="The archive file.")]
@@ -218,7 +218,10 @@ def restore_command(
             )
     except (*_EXPECTED, RecoveryKeyError) as exc:
         _fail_for(exc)
-    seconds = round(time.perf_counter() - started_at, 3)
+    _report_restore(report, file, paths.store_dir, round(time.perf_counter() - started_at, 3), as_json=as_json)
+
+
+def _report_restore(report: RestoreReport, file: Path, store_dir: Path, seconds: float, *, as_json: bool) -> None:
     settled, adopted = report.settled, report.adopted
     if adopted is not None and adopted.policy_kept is not None:
         warn(
@@ -247,7 +250,7 @@ def restore_command(
             "indexed; journal, index and bodies verified"
         ).format(
             created_at=report.manifest["created_at"],
-            store_dir=paths.store_dir,
+            store_dir=store_dir,
             seconds=seconds,
             records=report.records,
             indexed=report.indexed,

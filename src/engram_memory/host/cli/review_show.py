@@ -62,8 +62,18 @@ class _Renderer:
 
 
 def render(view: CandidateView, *, terminal: bool) -> None:
-    row, payload, evidence = view.candidate, view.payload, view.evidence
     show = _Renderer(view.findings, terminal=terminal)
+    _render_header(view)
+    say_line("")
+    _render_payload(view.payload, show)
+    _render_terms(view.payload)
+    _render_family(view)
+    _render_near(view)
+    _render_evidence(view.evidence, show)
+
+
+def _render_header(view: CandidateView) -> None:
+    row = view.candidate
     state = _("waiting for review") if row.adjudication else _("not sent to review")
     reasons = f" ({', '.join(review_reason(reason) for reason in row.review_reasons)})" if row.review_reasons else ""
     say_line(
@@ -101,7 +111,8 @@ def render(view: CandidateView, *, terminal: bool) -> None:
             )
         )
 
-    say_line("")
+
+def _render_payload(payload: Mapping[str, Any], show: _Renderer) -> None:
     show.line(_("purpose"), payload["purpose_ref"], "payload/purpose_ref", 0)
     valid = payload["valid_time"]
     until = when(valid["t_end"]) if "t_end" in valid else _("open")
@@ -134,9 +145,9 @@ def render(view: CandidateView, *, terminal: bool) -> None:
         say_line(_("    content {digest}").format(digest=citation["content_digest"]))
         if "observed_at" in citation:
             say_line(_("    observed {at}").format(at=citation["observed_at"]))
-    _render_terms(payload)
-    _render_family(view)
-    _render_near(view)
+
+
+def _render_evidence(evidence: Mapping[str, Any], show: _Renderer) -> None:
     say_line(_("evidence"))
     show.line(_("ref"), evidence["evidence_ref"], "evidence/evidence_ref")
     say_line(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -29,6 +30,7 @@ from engram_memory.host.settings import (
 
 if TYPE_CHECKING:
     from engram_memory.engine.engine import Engine
+    from engram_memory.host.routed_engines import Serving
     from engram_memory.host.serve.http import SignIn, Tls
     from engram_memory.host.settings import HostPaths
 
@@ -199,63 +201,98 @@ def serve(
     if log_format.lower() not in FORMATS:
         fail(_("--log-format takes one of {choices}").format(choices=", ".join(FORMATS)))
     configure(log_level.lower(), log_format.lower())
-    log = logging.getLogger("engram_memory.serve")
     paths = resolve_home(home)
-    from engram_memory.host.serve.http import ListenError, refuse_unsafe_address, serve_http
-    from engram_memory.host.serve.sign_in import SignInSetupError
-    from engram_memory.host.serve.stdio import serve_with_housekeeping
-    from engram_memory.host.serve.stdio_binding import StdioBinding
-    from engram_memory.mcp.server import build_server
-
     binding, binding_path = _checked_binding(ctx, http, binding, binding_file)
+    web = HttpOptions(
+        host,
+        port,
+        allow_remote,
+        GuardSettings(header_timeout, body_timeout, max_connections),
+        metrics_port,
+        access_log,
+        public_url,
+        trust_issuer,
+        _tls(tls_cert, tls_key),
+    )
     try:
         if http:
-            refuse_unsafe_address(host, allow_remote)
-        with serving_engines(paths) as serving:
-            agents, owner = serving.agents, serving.owner
-            for checked in serving.owners:
-                # Indexes built by another tokenizer or model are moved first: a stale scope cannot be searched.
-                cli_index.serve_reindex(checked, log.info)
-                # A store that fails its start-up check is refused rather than allowed to answer wrongly.
-                first = checked.verify(full=False).first
-                if first is not None:
-                    fail(_("{line}; run engram-memory verify").format(line=first.line))
-            if http:
-                public_key = load_signing_key(paths).public_key()
-                guard = GuardSettings(header_timeout, body_timeout, max_connections)
-                with ExitStack() as stack:
-                    sign_in = _authorization(stack, paths, public_url, trust_issuer, owner)
-                    serve_http(
-                        agents,
-                        owner,
-                        public_key,
-                        host=host,
-                        port=port,
-                        housekeeping_every_s=housekeeping_every,
-                        settings=guard,
-                        metrics_port=metrics_port,
-                        access_log=access_log,
-                        sign_in=sign_in,
-                        tls=_tls(tls_cert, tls_key),
-                        owners=serving.owners,
-                    )
-                return
-            # From here on the words are a client's (why a binding is refused) and the log's: the contract's
-            # English, whatever language the person who started the server reads.
-            with speaking(DEFAULT):
-                source = StdioBinding(
-                    lambda token: verify_token(paths, token),
-                    owner.binding_unusable,
-                    token=None if binding_path is not None else binding_from_environment(binding),
-                    path=binding_path,
-                )
-                line, warning = source.describe()
-                (log.warning if warning else log.info)(line)
-                server = build_server(agents, lambda _ctx: source.binding())
-                anyio.run(serve_with_housekeeping, server, serving.owners, housekeeping_every, source.refusal)
-    except (ListenError, SignInSetupError) as exc:
-        fail(str(exc))
+            _serve_http(paths, web, housekeeping_every)
+        else:
+            _serve_stdio(paths, binding, binding_path, housekeeping_every)
     except (HomeError, KeyFileError) as exc:
         fail(str(exc))
     except ContractError as exc:
         fail(_("the store is unavailable ({code})").format(code=exc.code.value))
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    host: str
+    port: int
+    allow_remote: bool
+    guard: GuardSettings
+    metrics_port: int | None
+    access_log: bool
+    public_url: str | None
+    trust_issuer: str | None
+    tls: Tls | None
+
+
+def _checked_at_start(serving: Serving) -> None:
+    """Indexes built by another tokenizer or model are moved first (a stale scope cannot be searched); a
+    store that fails its start-up check is refused rather than allowed to answer wrongly."""
+    log = logging.getLogger("engram_memory.serve")
+    for checked in serving.owners:
+        cli_index.serve_reindex(checked, log.info)
+        first = checked.verify(full=False).first
+        if first is not None:
+            fail(_("{line}; run engram-memory verify").format(line=first.line))
+
+
+def _serve_http(paths: HostPaths, web: HttpOptions, housekeeping_every: float) -> None:
+    from engram_memory.host.serve.http import ListenError, refuse_unsafe_address, serve_http
+    from engram_memory.host.serve.sign_in import SignInSetupError
+
+    try:
+        refuse_unsafe_address(web.host, web.allow_remote)
+        with serving_engines(paths) as serving, ExitStack() as stack:
+            _checked_at_start(serving)
+            serve_http(
+                serving.agents,
+                serving.owner,
+                load_signing_key(paths).public_key(),
+                host=web.host,
+                port=web.port,
+                housekeeping_every_s=housekeeping_every,
+                settings=web.guard,
+                metrics_port=web.metrics_port,
+                access_log=web.access_log,
+                sign_in=_authorization(stack, paths, web.public_url, web.trust_issuer, serving.owner),
+                tls=web.tls,
+                owners=serving.owners,
+            )
+    except (ListenError, SignInSetupError) as exc:
+        fail(str(exc))
+
+
+def _serve_stdio(paths: HostPaths, binding: str | None, binding_path: Path | None, housekeeping_every: float) -> None:
+    from engram_memory.host.serve.stdio import serve_with_housekeeping
+    from engram_memory.host.serve.stdio_binding import StdioBinding
+    from engram_memory.mcp.server import build_server
+
+    log = logging.getLogger("engram_memory.serve")
+    with serving_engines(paths) as serving:
+        _checked_at_start(serving)
+        # From here on the words are a client's (why a binding is refused) and the log's: the contract's
+        # English, whatever language the person who started the server reads.
+        with speaking(DEFAULT):
+            source = StdioBinding(
+                lambda token: verify_token(paths, token),
+                serving.owner.binding_unusable,
+                token=None if binding_path is not None else binding_from_environment(binding),
+                path=binding_path,
+            )
+            line, warning = source.describe()
+            (log.warning if warning else log.info)(line)
+            server = build_server(serving.agents, lambda _ctx: source.binding())
+            anyio.run(serve_with_housekeeping, server, serving.owners, housekeeping_every, source.refusal)
