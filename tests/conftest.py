@@ -188,7 +188,18 @@ LONG = (
 )
 
 
+# The edges (the host's commands, console and sign-in, the MCP transports) never branch on the store
+# (tests/test_architecture_doc.py and the layers hold them to it): in `make test` they run on SQLite, and
+# on PostgreSQL too in `make test-slow`. The engine's and the stores' tests run on both stores in both.
+EDGES = ("tests/host/", "tests/mcp/", "tests/client/")
+
+
+def _edge_on_postgres(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return item.nodeid.startswith(EDGES) and callspec is not None and "postgres" in callspec.params.values()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_itemcollected(item: pytest.Item) -> None:
-    if item.nodeid.startswith(LONG):
+    if item.nodeid.startswith(LONG) or _edge_on_postgres(item):
         item.add_marker(pytest.mark.long)
