@@ -40,7 +40,9 @@ $(NODE_STAMP): tests/node/package-lock.json | system-packages
 	npm ci --prefix tests/node --no-audit --no-fund --silent
 	touch $(NODE_STAMP)
 
-test: lint unit
+# Lint and the tests side by side: the type check's half minute fits beside the tests' start and tail.
+test: $(STAMP) system-packages
+	$(MAKE) --no-print-directory -j 2 lint unit
 
 # The stress tests at full size (marked `slow`; their short forms run in `unit`) and the tests that take
 # seconds each (marked `long`: several real processes, Chromium, the Node tools, large inputs).

@@ -8,10 +8,11 @@ plain functions, and a `register(app)` that names them.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -102,6 +103,17 @@ def _usage_error(message: str, code: int) -> None:
     sys.exit(code)
 
 
+@functools.cache
+def _command_tree(language: Language) -> Any:
+    """The command tree with its help in one language, built once a process: Typer builds a fresh tree on
+    every call (a tenth of a second), and a process that runs the command many times (the tests) pays it
+    once per language."""
+    with speaking(language):
+        command = typer.main.get_command(app)
+        translate_help(command)
+    return command
+
+
 def main() -> None:
     """Runs the CLI in the person's language; usage errors get the same one-line reason as every other
     failure."""
@@ -112,8 +124,7 @@ def main() -> None:
         _usage_error(_("--lang takes one of {choices}, not {value!r}").format(choices=choices, value=str(exc)), 2)
         return
     with speaking(language):
-        command = typer.main.get_command(app)
-        translate_help(command)
+        command = _command_tree(language)
         try:
             code = command(arguments or ["--help"], standalone_mode=False)
         except typer.Abort:
