@@ -181,6 +181,10 @@ LONG = (
     "tests/host/recovery/test_disaster_recovery.py::test_archive_and_recovery_key_rebuild_a_deleted_home",
     "tests/host/keys/test_rotation.py::test_rotation_killed_midway_resumes",
     "tests/engine/recall/test_graph_build.py::test_a_server_stopped_during_a_build_exits_cleanly",
+    "tests/engine/recall/test_shared_index.py",  # a builder process per base
+    "tests/host/oauth/test_step_up.py",  # a sign-in server of its own
+    "tests/host/oauth/test_resource_server.py",  # a sign-in server and an issuer of its own
+    "tests/embeddings/test_e5.py",  # the model against its reference engines
     # large inputs
     "tests/engine/test_verify.py::test_verify_reads_a_long_journal_as_it_streams",
     "tests/engine/test_secrets.py::test_adversarial_megabyte_scans_quickly",
