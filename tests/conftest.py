@@ -185,6 +185,8 @@ LONG = (
     "tests/host/oauth/test_step_up.py",  # a sign-in server of its own
     "tests/host/oauth/test_resource_server.py",  # a sign-in server and an issuer of its own
     "tests/embeddings/test_e5.py",  # the model against its reference engines
+    "tests/host/test_terminal.py::test_a_hostile_reason_never_reaches_the_terminal_raw",  # the real command
+    "tests/engine/test_errors_that_teach.py::test_a_fixer_reading_only_the_text_repairs",  # hundreds of calls
     # large inputs
     "tests/engine/test_verify.py::test_verify_reads_a_long_journal_as_it_streams",
     "tests/engine/test_secrets.py::test_adversarial_megabyte_scans_quickly",
@@ -211,6 +213,18 @@ def _edge_on_postgres(item: pytest.Item) -> bool:
 KEPT = (
     "tests/mcp/test_stdio_handshake.py::test_a_handshake_without_a_usable_binding_is_refused_naming_why[none-pipes]",
 )
+
+
+DEFAULT_SELECTION = "not slow and not long"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With the default selection, a module that is long as a whole is not even imported."""
+    if config.getoption("markexpr") != DEFAULT_SELECTION or collection_path.suffix != ".py":
+        return None
+    relative = collection_path.relative_to(config.rootpath).as_posix()
+    whole = relative in LONG or relative.startswith(tuple(entry for entry in LONG if entry.endswith("/")))
+    return True if whole else None
 
 
 @pytest.hookimpl(tryfirst=True)
