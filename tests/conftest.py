@@ -98,18 +98,17 @@ def pg_url(postgres_cluster: PostgresCluster) -> str:
 # embedding model). Run first, they leave the thousands of short tests to even out the two workers' ends;
 # run last (as their names sort), one worker sat out the other's long tail for a minute.
 LONG_FIRST = (
-    "tests/mcp/test_multiprocess.py",
-    "tests/reliability/",
-    "tests/mcp/test_stdio_bad_lines.py",
-    "tests/mcp/test_stdio_semantic.py",
-    "tests/mcp/test_stdio_erasure.py",
-    "tests/mcp/test_stdio_revocation.py",
+    "tests/mcp/test_http.py",
+    "tests/host/oauth/",
     "tests/mcp/test_stdio_transport.py",
-    "tests/mcp/test_stdio_review.py",
-    "tests/mcp/test_stdio_concurrent_writes.py",
-    "tests/host/serve/",
+    "tests/mcp/test_stdio_handshake.py",
+    "tests/host/console/test_console_process.py",
+    "tests/host/recovery/",
     "tests/host/keys/test_rotation.py",
     "tests/embeddings/",
+    "tests/mcp/test_multiprocess.py",
+    "tests/reliability/",
+    "tests/host/serve/",
 )
 
 
@@ -187,6 +186,9 @@ LONG = (
     "tests/embeddings/test_e5.py",  # the model against its reference engines
     "tests/host/test_terminal.py::test_a_hostile_reason_never_reaches_the_terminal_raw",  # the real command
     "tests/engine/test_errors_that_teach.py::test_a_fixer_reading_only_the_text_repairs",  # hundreds of calls
+    "tests/host/recovery/test_backup.py::test_restore_at_a_terminal_shows_a_progress_bar",  # a re-index
+    "tests/host/recovery/test_backup.py::test_restore_reports_its_progress_through_every_body",  # a re-index
+    "tests/mcp/test_http.py::test_a_five_megabyte_capture_is_told_the_limit_and_where[sqlite-legacy]",
     # large inputs
     "tests/engine/test_verify.py::test_verify_reads_a_long_journal_as_it_streams",
     "tests/engine/test_secrets.py::test_adversarial_megabyte_scans_quickly",
