@@ -98,17 +98,18 @@ def pg_url(postgres_cluster: PostgresCluster) -> str:
 # embedding model). Run first, they leave the thousands of short tests to even out the two workers' ends;
 # run last (as their names sort), one worker sat out the other's long tail for a minute.
 LONG_FIRST = (
-    "tests/mcp/test_http.py",
-    "tests/host/oauth/",
-    "tests/mcp/test_stdio_transport.py",
-    "tests/mcp/test_stdio_handshake.py",
-    "tests/host/console/test_console_process.py",
-    "tests/host/recovery/",
-    "tests/host/keys/test_rotation.py",
-    "tests/embeddings/",
     "tests/mcp/test_multiprocess.py",
     "tests/reliability/",
+    "tests/mcp/test_stdio_bad_lines.py",
+    "tests/mcp/test_stdio_semantic.py",
+    "tests/mcp/test_stdio_erasure.py",
+    "tests/mcp/test_stdio_revocation.py",
+    "tests/mcp/test_stdio_transport.py",
+    "tests/mcp/test_stdio_review.py",
+    "tests/mcp/test_stdio_concurrent_writes.py",
     "tests/host/serve/",
+    "tests/host/keys/test_rotation.py",
+    "tests/embeddings/",
 )
 
 
