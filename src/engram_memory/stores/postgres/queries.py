@@ -278,11 +278,6 @@ class PostgresTx(HeldRowsTx):
         return stats
 
     # -- the index as the host's operations see it ------------------------------------------------
-    _INDEX_KEY = "rid"
-
-    def _index_scope(self, scope: Scope) -> tuple[str, Sequence[Any]]:
-        return "f.tenant = ? AND f.workspace = ?", (scope.tenant, scope.workspace)
-
     def index_integrity_ok(self) -> bool:
         """PostgreSQL's equivalent of FTS5's integrity-check: every stored tsvector is what its tokens
         give, every row's scope lexeme names its own scope, the GIN index is valid and ready, and the

@@ -1,8 +1,8 @@
 """The verifier's and the host's reads of the full-text index, written once for both stores.
 
 The two indexes hold the same rows (one per current record, a column per field) under different
-names: FTS5 keys a row by `rowid` and finds a scope by its scope token, PostgreSQL keys it by `rid`
-and has tenant and workspace columns. Each store's transaction names those two differences.
+names: PostgreSQL keys a row by `rid` and has tenant and workspace columns (what is written here), FTS5
+keys it by `rowid` and finds a scope by its scope token (what the SQLite transaction says instead).
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ FIELD_COLUMNS = tuple(f"f_{name}" for name in FIELDS)
 
 
 class IndexReads(SqlBase):
-    _INDEX_KEY: str
-    """The index row's key column, which is also the record row's `rid`."""
+    _INDEX_KEY = "rid"
+    """The index row's key column, which is also the record row's `rid` (FTS5 calls it `rowid`)."""
 
     def _index_scope(self, scope: Scope) -> tuple[str, Sequence[Any]]:
-        """The condition (on the index as `f`) selecting one scope's rows, and its parameters."""
-        raise NotImplementedError
+        """The condition (on the index as `f`) selecting one scope's rows, and its parameters: by its
+        tenant and workspace columns, which FTS5's table does not have (it matches its scope token)."""
+        return "f.tenant = ? AND f.workspace = ?", (scope.tenant, scope.workspace)
 
     def index_entries(self, scope: Scope) -> list[IndexEntry]:
         self._enter_tenant(scope.tenant)
