@@ -26,7 +26,7 @@ from typing import Any
 
 from engram_memory.embeddings.loader import load_model
 from engram_memory.host.compose import init_home, open_engine
-from engram_memory.host.settings import HostPaths, embedding_model_from_environment
+from engram_memory.host.settings import HostPaths, embedding_model_from_environment, model_cache_from_environment
 from harness import bench_binding, value_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,7 +220,7 @@ def run(records: int, folder: Path) -> list[tuple[str, str, str]]:
 
 def machine() -> list[str]:
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    model = load_model(embedding_model_from_environment())
+    model = load_model(embedding_model_from_environment(), model_cache_from_environment())
     semantic = "no embedding model" if model is None else "the semantic extra installed (restores re-embed)"
     return [
         f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} {platform.release()}",

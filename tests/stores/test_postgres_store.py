@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from engram_memory.contract.arguments import AdmissionArguments
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
@@ -218,7 +219,8 @@ def _mutate(store: PostgresStore, attempts: list[int]) -> dict[str, Any]:
         return {"cursor": event(tx, SCOPE_A).cursor}
 
     deps = SimpleNamespace(store=store)
-    return run_mutation(deps, SCOPE_A, Tool.CAPTURE, {"idempotency_key": "k" * 16}, body)  # type: ignore[arg-type]
+    arguments = AdmissionArguments("cand", "k" * 16, {"candidate_id": "cand", "idempotency_key": "k" * 16})
+    return run_mutation(deps, SCOPE_A, Tool.REQUEST_ADMISSION, arguments, body)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("at_commit", [False, True], ids=["in-body", "at-commit"])

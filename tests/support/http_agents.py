@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
-from tests.support.agents import LEXICAL_ONLY, StdioAgent
+from tests.support.agents import LEXICAL_ONLY, McpAgent
 
 _ANNOUNCED = re.compile(r"serving MCP over streamable HTTP at (https?://\S+)")
 START_TIMEOUT_S = 30.0
@@ -100,8 +100,9 @@ def bearer(token: str | None) -> dict[str, str]:
     return {} if token is None else {"Authorization": f"Bearer {token}"}
 
 
-class HttpAgent(StdioAgent):
-    """A StdioAgent's interface and checks, over streamable HTTP with one bearer token on every request.
+class HttpAgent(McpAgent):
+    """The agent's interface and checks StdioAgent has (McpAgent), over streamable HTTP with one bearer
+    token on every request.
 
     `mode` is the protocol era: 'legacy' (initialize handshake) or 'auto' (the 2026-07-28 modern era).
     Connecting raises mcp.shared.exceptions.MCPError when the server refuses the token.

@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from jsonschema import ValidationError
@@ -31,25 +32,31 @@ MAX_FAULTS = 3
 MILLISECONDS = "epoch milliseconds, a safe integer"
 TIME_POINTERS = frozenset({"/payload/valid_time/t", "/payload/valid_time/t_end", "/payload/primary_event/at"})
 INSTANT_WORDS = "an instant written YYYY-MM-DDTHH:mm:ss.sssZ (UTC, three fraction digits, a real date)"
-_PATTERN_WORDS = {
-    DIGEST_PATTERN: "'sha256:' then 64 lowercase hex digits (a SHA-256 of the content)",
-    RECORD_ID_PATTERN: "a record_id copied verbatim from a search or get answer ('mem_' then a-z and 2-7)",
-    INSTANT_PATTERN: INSTANT_WORDS,
-}
-_TYPE_WORDS = {
-    "string": "a string",
-    "integer": "an integer (not a string, not a fraction)",
-    "array": "a list",
-    "object": "an object",
-    "number": "a number",
-    "boolean": "true or false",
-}
-_TEXT_WORDS = {
-    "utf-8": "text must be valid UTF-8 (no lone surrogates)",
-    "no-nul": "text must not contain the character U+0000",
-    "nfc": "text must be in Unicode normalisation form NFC: normalise it and send it again",
-    "finite": "numbers must be finite",
-}
+_PATTERN_WORDS = MappingProxyType(
+    {
+        DIGEST_PATTERN: "'sha256:' then 64 lowercase hex digits (a SHA-256 of the content)",
+        RECORD_ID_PATTERN: "a record_id copied verbatim from a search or get answer ('mem_' then a-z and 2-7)",
+        INSTANT_PATTERN: INSTANT_WORDS,
+    }
+)
+_TYPE_WORDS = MappingProxyType(
+    {
+        "string": "a string",
+        "integer": "an integer (not a string, not a fraction)",
+        "array": "a list",
+        "object": "an object",
+        "number": "a number",
+        "boolean": "true or false",
+    }
+)
+_TEXT_WORDS = MappingProxyType(
+    {
+        "utf-8": "text must be valid UTF-8 (no lone surrogates)",
+        "no-nul": "text must not contain the character U+0000",
+        "nfc": "text must be in Unicode normalisation form NFC: normalise it and send it again",
+        "finite": "numbers must be finite",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -125,13 +132,15 @@ def _distinct(faults: Iterable[SchemaFault]) -> list[SchemaFault]:
     return kept
 
 
-_REFERENCE_WORDS = {
-    "component": "names no citation_id of /payload/citations",
-    "primary": "names no component_id of /payload/components",
-    "event": "must be a citation_id of /payload/citations that the primary component also lists",
-    "evidence": "names no citation_id of /payload/citations",
-    "t_end": "must not be before /payload/valid_time/t",
-}
+_REFERENCE_WORDS = MappingProxyType(
+    {
+        "component": "names no citation_id of /payload/citations",
+        "primary": "names no component_id of /payload/components",
+        "event": "must be a citation_id of /payload/citations that the primary component also lists",
+        "evidence": "names no citation_id of /payload/citations",
+        "t_end": "must not be before /payload/valid_time/t",
+    }
+)
 
 
 def reference_fault(payload: Mapping[str, Any], evidence: Mapping[str, Any]) -> SchemaFault | None:
@@ -253,28 +262,30 @@ def _options(options: list[Any]) -> str:
     return "one of " + ", ".join(json.dumps(option) for option in options)
 
 
-_SPLIT = {"text": " (split longer text into several components or memories)"}
-_RULE_WORDS: Mapping[str, Callable[[_Broken], str]] = {
-    "required": _required,
-    "additionalProperties": lambda b: (
-        f"holds a property it does not have: allowed are {', '.join(b.schema.get('properties', {}))}; "
-        "leave out any other"
-    ),
-    "type": _type_words,
-    "const": lambda b: "must be " + json.dumps(b.wanted),
-    "enum": lambda b: _options(b.wanted),
-    "pattern": lambda b: _PATTERN_WORDS.get(b.wanted, "does not match its pattern"),
-    "format": lambda b: INSTANT_WORDS,
-    "minimum": _integer_range,
-    "maximum": _integer_range,
-    "minItems": lambda b: _list_bounds(b.schema),
-    "maxItems": lambda b: _list_bounds(b.schema),
-    "uniqueItems": lambda b: "each item at most once",
-    "utf8-bytes": lambda b: _byte_bounds(b.wanted) + _SPLIT.get(b.name, ""),
-    "unique-by": lambda b: f"each {b.wanted} must be unique within its list",
-    "sorted": lambda b: "sorted in ascending order (by code point), each item once",
-    "maxLength": lambda b: f"at most {b.wanted} characters",
-}
+_SPLIT = MappingProxyType({"text": " (split longer text into several components or memories)"})
+_RULE_WORDS: Mapping[str, Callable[[_Broken], str]] = MappingProxyType(
+    {
+        "required": _required,
+        "additionalProperties": lambda b: (
+            f"holds a property it does not have: allowed are {', '.join(b.schema.get('properties', {}))}; "
+            "leave out any other"
+        ),
+        "type": _type_words,
+        "const": lambda b: "must be " + json.dumps(b.wanted),
+        "enum": lambda b: _options(b.wanted),
+        "pattern": lambda b: _PATTERN_WORDS.get(b.wanted, "does not match its pattern"),
+        "format": lambda b: INSTANT_WORDS,
+        "minimum": _integer_range,
+        "maximum": _integer_range,
+        "minItems": lambda b: _list_bounds(b.schema),
+        "maxItems": lambda b: _list_bounds(b.schema),
+        "uniqueItems": lambda b: "each item at most once",
+        "utf8-bytes": lambda b: _byte_bounds(b.wanted) + _SPLIT.get(b.name, ""),
+        "unique-by": lambda b: f"each {b.wanted} must be unique within its list",
+        "sorted": lambda b: "sorted in ascending order (by code point), each item once",
+        "maxLength": lambda b: f"at most {b.wanted} characters",
+    }
+)
 
 
 def _words(rule: str, broken: _Broken) -> str:

@@ -60,8 +60,12 @@ def byte_budget() -> dict[str, Any]:
     return {"type": "integer", "minimum": 4096, "maximum": MAX_ARGUMENT_BYTES, "default": 65_536}
 
 
-IDEMPOTENCY_KEY = text(16, 256)
-RECORD_ID = {"type": "string", "maxLength": 128, "pattern": RECORD_ID_PATTERN}
+def idempotency_key() -> dict[str, Any]:
+    return text(16, 256)
+
+
+def record_id() -> dict[str, Any]:
+    return {"type": "string", "maxLength": 128, "pattern": RECORD_ID_PATTERN}
 
 
 def _search() -> dict[str, Any]:
@@ -90,7 +94,7 @@ def _search() -> dict[str, Any]:
 
 def _get() -> dict[str, Any]:
     return closed(
-        {"record_id": RECORD_ID, "purpose_ref": opaque_ref(), "max_packet_bytes": byte_budget()},
+        {"record_id": record_id(), "purpose_ref": opaque_ref(), "max_packet_bytes": byte_budget()},
         ["record_id", "purpose_ref"],
     )
 
@@ -165,28 +169,28 @@ def _capture() -> dict[str, Any]:
         ["evidence_ref", "evidence_digest", "citation_ids"],
     )
     return closed(
-        {"idempotency_key": IDEMPOTENCY_KEY, "payload": payload, "evidence": evidence},
+        {"idempotency_key": idempotency_key(), "payload": payload, "evidence": evidence},
         ["idempotency_key", "payload", "evidence"],
     )
 
 
 def _request_admission() -> dict[str, Any]:
     return closed(
-        {"candidate_id": opaque_ref(), "idempotency_key": IDEMPOTENCY_KEY},
+        {"candidate_id": opaque_ref(), "idempotency_key": idempotency_key()},
         ["candidate_id", "idempotency_key"],
     )
 
 
 def _withdraw() -> dict[str, Any]:
     return closed(
-        {"candidate_id": opaque_ref(), "idempotency_key": IDEMPOTENCY_KEY, "reason_ref": opaque_ref()},
+        {"candidate_id": opaque_ref(), "idempotency_key": idempotency_key(), "reason_ref": opaque_ref()},
         ["candidate_id", "idempotency_key", "reason_ref"],
     )
 
 
 def _forget() -> dict[str, Any]:
     return closed(
-        {"record_id": RECORD_ID, "idempotency_key": IDEMPOTENCY_KEY, "reason_ref": opaque_ref()},
+        {"record_id": record_id(), "idempotency_key": idempotency_key(), "reason_ref": opaque_ref()},
         ["record_id", "idempotency_key", "reason_ref"],
     )
 

@@ -8,6 +8,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterator
+from types import MappingProxyType
 from typing import Any
 
 import jsonschema_rs
@@ -79,7 +80,9 @@ _ContractValidator = validators.extend(
     type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
 )
 
-VALIDATORS = {tool: _ContractValidator(schema_for_validation(tool), format_checker=_FORMATS) for tool in Tool}
+VALIDATORS = MappingProxyType(
+    {tool: _ContractValidator(schema_for_validation(tool), format_checker=_FORMATS) for tool in Tool}
+)
 
 
 # The same schemas compiled by jsonschema-rs, thirty times faster, as a fast path: an instance it calls
@@ -109,15 +112,17 @@ class _RsSorted(_RsKeyword):
     check = staticmethod(_sorted)
 
 
-FAST_VALIDATORS = {
-    tool: jsonschema_rs.Draft202012Validator(
-        dict(schema_for_validation(tool)),
-        formats={"date-time": _is_canonical_instant},
-        validate_formats=True,
-        keywords={UTF8_BYTES: _RsUtf8Bytes, UNIQUE_BY: _RsUniqueBy, SORTED: _RsSorted},
-    )
-    for tool in Tool
-}
+FAST_VALIDATORS = MappingProxyType(
+    {
+        tool: jsonschema_rs.Draft202012Validator(
+            dict(schema_for_validation(tool)),
+            formats={"date-time": _is_canonical_instant},
+            validate_formats=True,
+            keywords={UTF8_BYTES: _RsUtf8Bytes, UNIQUE_BY: _RsUniqueBy, SORTED: _RsSorted},
+        )
+        for tool in Tool
+    }
+)
 
 
 def string_rule(text: str) -> str | None:

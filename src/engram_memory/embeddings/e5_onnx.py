@@ -45,7 +45,7 @@ class E5Onnx(ModelIdentity):
 
     MODEL_ID = "multilingual-e5-small-onnx-qint8"
 
-    def __init__(self) -> None:
+    def __init__(self, cache: Path | None = None) -> None:
         import onnxruntime
 
         from engram_memory.embeddings.e5_graph import float_graph
@@ -59,7 +59,7 @@ class E5Onnx(ModelIdentity):
         options.intra_op_num_threads = THREADS
         options.inter_op_num_threads = 1
         graph = integer_graph(
-            f"multilingual-e5-small-{GRAPH}-{RECIPE}-ort{runtime}-{SHA256[:16]}", lambda: float_graph(self._file)
+            f"multilingual-e5-small-{GRAPH}-{RECIPE}-ort{runtime}-{SHA256[:16]}", lambda: float_graph(self._file), cache
         )
         # ONNX Runtime's fused SkipLayerNormalization kernel measured five times slower than the Add and
         # LayerNormalization it replaces at this size (1.32, 55 x 384): a third of the model's time.

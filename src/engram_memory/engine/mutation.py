@@ -10,6 +10,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engram_memory.contract.arguments import MutatingArguments
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
@@ -17,6 +18,7 @@ from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.idempotency import operation_digest
 from engram_memory.engine.lifecycle.gate import GateHeld
+from engram_memory.engine.ports.agent_tx import IdempotencyTx, JournalTx
 from engram_memory.engine.ports.store import IdempotencyRow, JournalEvent, Scope, ScopeHead, StoreTx, TransientConflict
 
 Body = Callable[[StoreTx, str], dict[str, Any] | GateHeld]
@@ -30,7 +32,7 @@ def run_mutation(
     deps: Deps,
     scope: Scope,
     tool: Tool,
-    arguments: Mapping[str, Any],
+    arguments: MutatingArguments,
     body: Body,
     *,
     after_commit: AfterCommit | None = None,
@@ -46,7 +48,7 @@ def run_mutation(
     rolled-back attempt may leave a data key it sealed for nothing: an orphan that opens nothing
     (verify counts such keys).
     """
-    op_digest = operation_digest(tool, arguments)
+    op_digest = operation_digest(tool, arguments.given)
     result = _run_body(deps, scope, body, op_digest)
     if isinstance(result, GateHeld):
         raise result.refusal()
@@ -68,10 +70,10 @@ def _run_body(deps: Deps, scope: Scope, body: Body, op_digest: str) -> dict[str,
 
 
 def remember_response(
-    tx: StoreTx,
+    tx: IdempotencyTx,
     call: Call,
     tool: Tool,
-    arguments: Mapping[str, Any],
+    arguments: MutatingArguments,
     op_digest: str,
     target: str,
     response: Mapping[str, Any],
@@ -81,7 +83,7 @@ def remember_response(
         IdempotencyRow(
             scope=call.scope,
             principal=call.binding.principal,
-            key=arguments["idempotency_key"],
+            key=arguments.idempotency_key,
             tool=tool.value,
             operation_digest=op_digest,
             target=target,
@@ -91,12 +93,12 @@ def remember_response(
     )
 
 
-def head_of(tx: StoreTx, call: Call) -> ScopeHead:
+def head_of(tx: JournalTx, call: Call) -> ScopeHead:
     return tx.head(call.scope) or journal.initial_head(call.scope)
 
 
 def append_event_as(
-    tx: StoreTx, scope: Scope, actor: Mapping[str, str], at_ms: int, kind: str, data: Mapping[str, Any]
+    tx: JournalTx, scope: Scope, actor: Mapping[str, str], at_ms: int, kind: str, data: Mapping[str, Any]
 ) -> JournalEvent:
     """Extends a scope's journal by one event; the store's keys refuse a second event at its cursor."""
     head = tx.head(scope) or journal.initial_head(scope)
@@ -105,7 +107,7 @@ def append_event_as(
     return event
 
 
-def append_event(tx: StoreTx, call: Call, kind: str, data: Mapping[str, Any]) -> JournalEvent:
+def append_event(tx: JournalTx, call: Call, kind: str, data: Mapping[str, Any]) -> JournalEvent:
     """Extends the caller's scope journal by one event, by the caller, at the call's time."""
     return append_event_as(tx, call.scope, call.actor_claims(), call.now_ms, kind, data)
 

@@ -7,11 +7,13 @@ keeps only stemmed tokens per field, and only while the record is accepted_curre
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from engram_memory.contract.canonical import REDACTION_DOMAIN, digest
 from engram_memory.contract.instants import format_instant
-from engram_memory.engine.ports.store import CoreTx, RecordRow, Scope
+from engram_memory.engine.ports.agent_tx import LexicalIndexTx
+from engram_memory.engine.ports.store import RecordRow, Scope
 from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.engine.recall.text import tokenize, tokenizer_id
 
@@ -27,7 +29,7 @@ def index_fields(payload: Mapping[str, Any]) -> dict[str, str]:
     return {name: " ".join(tokenize("\n".join(parts))) for name, parts in texts.items()}
 
 
-def add_index_entry(tx: CoreTx, scope: Scope, record_id: str, payload: Mapping[str, Any]) -> None:
+def add_index_entry(tx: LexicalIndexTx, scope: Scope, record_id: str, payload: Mapping[str, Any]) -> None:
     """Indexes a record that is becoming accepted_current, naming the tokenizer its entry was built by."""
     tx.index_record(scope, record_id, index_fields(payload), tokenizer=tokenizer_id())
 
@@ -72,7 +74,7 @@ def record_view(row: RecordRow, payload: Mapping[str, Any]) -> dict[str, Any]:
 # list and the capture bookkeeping are one engram_memory_get away; ten hits would otherwise pay for them
 # ten times (decision 0023).
 _SUMMARY_PROVENANCE = ("principal", "captured_at")
-_DEFAULT_RETENTION = {"derivative_rule": "make-ineligible"}
+_DEFAULT_RETENTION = MappingProxyType({"derivative_rule": "make-ineligible"})
 
 
 def summary_view(view: Mapping[str, Any]) -> dict[str, Any]:

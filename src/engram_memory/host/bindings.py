@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import jwt
@@ -30,7 +31,7 @@ SIGNED_IN = "sign-in"
 # What `bind` prints as a token id (contract/ids.new_token_id), for commands that take one back.
 TOKEN_ID_RE = re.compile(r"^bind_[a-z2-7]{16}$")
 _DURATION = re.compile(r"^([1-9][0-9]{0,8})([smhd]?)$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
+_UNITS = MappingProxyType({"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400})
 
 
 class BindingError(Exception):

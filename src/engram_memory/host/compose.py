@@ -18,6 +18,7 @@ from engram_memory.contract.binding import Binding
 from engram_memory.embeddings.loader import EmbedderUnavailable, load_model
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.ports.host_vault import HostKeyVault, VaultCounts
 from engram_memory.engine.ports.store import Clock, KeyVault, Store
 from engram_memory.engine.recall.indexer import VectorIndexer
 from engram_memory.engine.recall.semantic import VectorCache
@@ -50,12 +51,12 @@ from engram_memory.host.settings import (
     SettingsError,
     StoreSettings,
     embedding_model_from_environment,
+    model_cache_from_environment,
     parse_store_settings,
     store_settings,
     toml_string,
 )
 from engram_memory.host.tenant_routes import HOME_CLUSTER, RoutesWatcher, home_routes
-from engram_memory.stores.sql.vault import HostKeyVault, VaultCounts
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +165,7 @@ def vector_cache(paths: HostPaths | None = None) -> VectorCache | None:
     Each engine keeps its own cache because a cache is only valid for the store it was filled from.
     """
     try:
-        model = load_model(embedding_model_from_environment())
+        model = load_model(embedding_model_from_environment(), model_cache_from_environment())
     except EmbedderUnavailable as exc:
         raise HomeError(str(exc)) from exc
     if model is None:

@@ -11,10 +11,10 @@ from typing import Any
 
 from engram_memory.contract.states import CandidateState, RecordState
 from engram_memory.engine.engine import Engine
+from engram_memory.engine.ports.host_vault import VaultCounts
 from engram_memory.engine.ports.store import Scope
 from engram_memory.host.compose import storage_sizes, vault_counts
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sql.vault import VaultCounts
 
 _CURRENT = RecordState.ACCEPTED_CURRENT.value
 

@@ -115,6 +115,17 @@ def embedding_model_from_environment(environ: Mapping[str, str] | None = None) -
     return env.get(EMBEDDING_MODEL_ENV, "").strip()
 
 
+MODEL_CACHE_ENV = "ENGRAM_MODEL_CACHE"
+
+
+def model_cache_from_environment(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where the operator wants the model's derived integer graph kept; None: the embeddings' default
+    (embeddings/quantize.cache_folder)."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(MODEL_CACHE_ENV, "").strip()
+    return Path(explicit) if explicit else None
+
+
 def is_postgres_url(value: str) -> bool:
     return value.startswith(POSTGRES_SCHEMES)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import mcp_types as types
@@ -27,51 +29,55 @@ INSTRUCTIONS = (
     "with the same idempotency_key once they approved it. The whole guide: the memory_guide prompt."
 )
 
-_DESCRIPTIONS: dict[Tool, str] = {
-    Tool.SEARCH: (
-        "Find current memories of your workspace, cited and ranked; none relevant is an empty list. Next page: the "
-        "same arguments plus next_page_cursor (on STALE_PAGE search again without it)."
-    ),
-    Tool.GET: (
-        "Read one current record by record_id. NOT_FOUND: unknown, out of scope or no longer current, alike by "
-        "design; do not probe variants."
-    ),
-    Tool.CAPTURE: (
-        "Save cited knowledge as a pending candidate; only request_admission makes it a searchable record. "
-        "Every component cites a citation; times are epoch ms; omit retention unless told. Never secrets or "
-        "credentials."
-    ),
-    Tool.REQUEST_ADMISSION: (
-        "Ask the host's policy to admit a captured candidate: accepted (record_id), rejected, "
-        "pending_adjudication (a person decides; repeat the call later for the result) or duplicate_exact "
-        "(the existing record_id); reasons say why. Never reword to get past them."
-    ),
-    Tool.WITHDRAW: (
-        "Withdraw a pending candidate, destroying its data. A person must approve: the first call answers "
-        "gate_failed; once approved, repeat it."
-    ),
-    Tool.FORGET: (
-        "Forget an admitted record for good: its key is destroyed and it leaves every index. A person must "
-        "approve: the first call answers gate_failed; once approved, repeat it."
-    ),
-}
+_DESCRIPTIONS: Mapping[Tool, str] = MappingProxyType(
+    {
+        Tool.SEARCH: (
+            "Find current memories of your workspace, cited and ranked; none relevant is an empty list. Next page: the "
+            "same arguments plus next_page_cursor (on STALE_PAGE search again without it)."
+        ),
+        Tool.GET: (
+            "Read one current record by record_id. NOT_FOUND: unknown, out of scope or no longer current, alike by "
+            "design; do not probe variants."
+        ),
+        Tool.CAPTURE: (
+            "Save cited knowledge as a pending candidate; only request_admission makes it a searchable record. "
+            "Every component cites a citation; times are epoch ms; omit retention unless told. Never secrets or "
+            "credentials."
+        ),
+        Tool.REQUEST_ADMISSION: (
+            "Ask the host's policy to admit a captured candidate: accepted (record_id), rejected, "
+            "pending_adjudication (a person decides; repeat the call later for the result) or duplicate_exact "
+            "(the existing record_id); reasons say why. Never reword to get past them."
+        ),
+        Tool.WITHDRAW: (
+            "Withdraw a pending candidate, destroying its data. A person must approve: the first call answers "
+            "gate_failed; once approved, repeat it."
+        ),
+        Tool.FORGET: (
+            "Forget an admitted record for good: its key is destroyed and it leaves every index. A person must "
+            "approve: the first call answers gate_failed; once approved, repeat it."
+        ),
+    }
+)
 
-_ANNOTATIONS: dict[Tool, types.ToolAnnotations] = {
-    Tool.SEARCH: types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    Tool.GET: types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    Tool.CAPTURE: types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-    ),
-    Tool.REQUEST_ADMISSION: types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-    ),
-    Tool.WITHDRAW: types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-    ),
-    Tool.FORGET: types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-    ),
-}
+_ANNOTATIONS: Mapping[Tool, types.ToolAnnotations] = MappingProxyType(
+    {
+        Tool.SEARCH: types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+        Tool.GET: types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+        Tool.CAPTURE: types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+        Tool.REQUEST_ADMISSION: types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+        Tool.WITHDRAW: types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+        Tool.FORGET: types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    }
+)
 
 
 # One worked example per mutating tool, valid as it stands (a test sends each exactly as the description
@@ -97,11 +103,17 @@ def capture_example(purpose_ref: str) -> dict[str, Any]:
     return {"idempotency_key": "capture-release-freeze-0001", "payload": payload, "evidence": evidence}
 
 
-_SHORT_EXAMPLES: dict[Tool, dict[str, str]] = {
-    Tool.REQUEST_ADMISSION: {"candidate_id": "cand_…", "idempotency_key": "admit-release-freeze-0001"},
-    Tool.WITHDRAW: {"candidate_id": "cand_…", "idempotency_key": "withdraw-ops-12-0001", "reason_ref": "ticket:OPS-12"},
-    Tool.FORGET: {"record_id": "mem_…", "idempotency_key": "forget-ops-12-00001", "reason_ref": "ticket:OPS-12"},
-}
+_SHORT_EXAMPLES: Mapping[Tool, dict[str, str]] = MappingProxyType(
+    {
+        Tool.REQUEST_ADMISSION: {"candidate_id": "cand_…", "idempotency_key": "admit-release-freeze-0001"},
+        Tool.WITHDRAW: {
+            "candidate_id": "cand_…",
+            "idempotency_key": "withdraw-ops-12-0001",
+            "reason_ref": "ticket:OPS-12",
+        },
+        Tool.FORGET: {"record_id": "mem_…", "idempotency_key": "forget-ops-12-00001", "reason_ref": "ticket:OPS-12"},
+    }
+)
 
 
 def _compact(value: object) -> str:

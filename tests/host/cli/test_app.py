@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from engram_memory.contract.instants import parse_instant
 from engram_memory.contract.tools import ALL_TOOLS, Tool
+from engram_memory.engine.refusals import Refusal
 from engram_memory.host.bindings import BindingError, verify_binding
 from engram_memory.host.compose import current_user
 from engram_memory.host.keys.files import load_signing_key
@@ -838,7 +839,7 @@ def test_confirmations_approve_refuses_ttl_out_of_bounds(tmp_path: Path, ttl: st
     line = assert_one_line_failure(
         cli("confirmations", "approve", request.confirmation_id, f"--ttl={ttl}", "--home", paths.home)
     )
-    assert line == ERROR + "--ttl must be between 1 and 300 seconds"
+    assert line == ERROR + Refusal.APPROVAL_TTL.value
     assert [item["status"] for item in _list_json(paths.home)] == ["requested"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from urllib.parse import unquote_plus
 
 from engram_memory.contract.tools import Tool
 from tests.host.console.conftest import DECIDER, Site
@@ -87,7 +88,9 @@ def test_an_unreadable_policy_leaves_the_candidate_waiting(signed_in: Site) -> N
     answer = signed_in.client.post(
         "/queue/decide", data={"candidate_id": candidate_id, "decision": "accept", "csrf": csrf}, follow_redirects=False
     )
-    assert "policy.toml+cannot+be+read" in answer.headers["location"]
+    notice = unquote_plus(answer.headers["location"])
+    assert notice.startswith("/queue?notice=POLICY_UNAVAILABLE: ") and "(policy.toml)" in notice
+    assert str(signed_in.paths.home) not in notice
 
 
 def test_korean_chinese_and_japanese_candidates_are_shown_whole(signed_in: Site) -> None:

@@ -12,13 +12,13 @@ import sys
 
 import pytest
 
+from engram_memory.engine.ports.host_vault import Rewrap
 from engram_memory.engine.ports.store import Scope, SealedBody, WrappedKey
 from engram_memory.engine.sealing.seal import open_sealed
 from engram_memory.host.compose import open_vault
 from engram_memory.host.keys.files import RingFile, load_keyring, new_kek, read_ring_file, write_ring_file
 from engram_memory.host.keys.rotation import LOCK_FILE
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sql.vault import Rewrap
 from tests.host.clirun import assert_one_line_failure, clean_env, cli
 from tests.support.homes import bind, engine_for
 from tests.support.inprocess import InProcessAgent

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 
 from engram_memory.engine.admission.policy import AdmissionPolicy
 
@@ -98,19 +99,21 @@ def decide(
 
 
 # A decision's reasons as the agent and the host's review show them: rule and detector names, never text.
-_SHOWN_REASONS = {
-    "size": "policy:max_payload_bytes",
-    "citations": "policy:min_citations",
-    "attestation": "policy:require_attestation",
-    "review_mode": "policy:review_all",
-    "family_review": "policy:family_rules",
-    "near_duplicate": "policy:near_duplicates",
-    "tombstone_guard": "guard:tombstone",
-    "duplicate_exact": "duplicate:same_payload",
-    "duplicate_text": "duplicate:same_text",
-    "host_review": "review:person",
-    "awaiting_review": "review:awaiting_person",
-}
+_SHOWN_REASONS = MappingProxyType(
+    {
+        "size": "policy:max_payload_bytes",
+        "citations": "policy:min_citations",
+        "attestation": "policy:require_attestation",
+        "review_mode": "policy:review_all",
+        "family_review": "policy:family_rules",
+        "near_duplicate": "policy:near_duplicates",
+        "tombstone_guard": "guard:tombstone",
+        "duplicate_exact": "duplicate:same_payload",
+        "duplicate_text": "duplicate:same_text",
+        "host_review": "review:person",
+        "awaiting_review": "review:awaiting_person",
+    }
+)
 # The outcomes an answer explains; an acceptance needs no reasons.
 EXPLAINED = frozenset({Verdict.REJECT, Verdict.ADJUDICATE, Verdict.DUPLICATE})
 

@@ -19,11 +19,12 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from engram_memory.contract.states import Operation, RecordState
 from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.lifecycle.transitions import record_transitioned
+from engram_memory.engine.ports.agent_tx import FamiliesTx, RecordsTx
 from engram_memory.engine.ports.store import JournalEvent, RecordRow, Scope, StoreTx
 
 _KEY_DOMAIN = b"engram-memory/reconciliation-family/v1"
@@ -62,8 +63,12 @@ def _unique(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
+class FamilyTx(RecordsTx, FamiliesTx, Protocol):
+    """A family's members as records."""
+
+
 def current_members(
-    mac_secret: bytes, tx: StoreTx, scope: Scope, payload: Mapping[str, Any]
+    mac_secret: bytes, tx: FamilyTx, scope: Scope, payload: Mapping[str, Any]
 ) -> list[tuple[str, RecordRow]]:
     """(family ref, record) for every current record of the scope in one of the payload's families."""
     refs = family_refs(payload)
@@ -81,7 +86,7 @@ def current_members(
 
 
 def plan_families(
-    mac_secret: bytes, tx: StoreTx, scope: Scope, policy: AdmissionPolicy, payload: Mapping[str, Any]
+    mac_secret: bytes, tx: FamilyTx, scope: Scope, policy: AdmissionPolicy, payload: Mapping[str, Any]
 ) -> FamilyPlan:
     return plan_of(policy, payload, current_members(mac_secret, tx, scope, payload))
 

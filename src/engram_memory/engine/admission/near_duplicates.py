@@ -20,14 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.payloads import primary_text
 from engram_memory.engine.admission.policy import AdmissionPolicy
-from engram_memory.engine.ports.store import IndexedDoc, Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import LexicalIndexTx, VectorsTx
+from engram_memory.engine.ports.store import IndexedDoc, Scope
 from engram_memory.engine.recall.ranking import rarest_terms
 from engram_memory.engine.recall.semantic import VectorCache, embed_record, from_bytes
 from engram_memory.engine.recall.text import tokenize
@@ -50,9 +51,13 @@ def jaccard(left: set[str], right: set[str]) -> float:
     return len(left & right) / len(union) if union else 0.0
 
 
+class NearMatchTx(LexicalIndexTx, VectorsTx, Protocol):
+    """What finding a near duplicate reads: the lexical index's best matches and their embeddings."""
+
+
 def _cosines(
     cache: VectorCache,
-    tx: StoreTx,
+    tx: VectorsTx,
     scope: Scope,
     payload: Mapping[str, Any],
     docs: list[IndexedDoc],
@@ -74,7 +79,7 @@ def _cosines(
     return cosines
 
 
-def best_lexical_matches(tx: StoreTx, scope: Scope, tokens: list[str], now_ms: int) -> list[IndexedDoc]:
+def best_lexical_matches(tx: LexicalIndexTx, scope: Scope, tokens: list[str], now_ms: int) -> list[IndexedDoc]:
     """The current records of the scope the index ranks best for a text's rarest tokens: what a new
     memory is compared with (here, and for the same text in same_text.py)."""
     terms = rarest_terms(tokens, tx.term_doc_counts(scope, tokens))[:PROBE_TERMS]
@@ -82,7 +87,7 @@ def best_lexical_matches(tx: StoreTx, scope: Scope, tokens: list[str], now_ms: i
 
 
 def near_matches(
-    tx: StoreTx,
+    tx: NearMatchTx,
     scope: Scope,
     policy: AdmissionPolicy,
     payload: Mapping[str, Any],
@@ -118,7 +123,7 @@ def near_matches(
 
 
 def is_near_duplicate(
-    tx: StoreTx,
+    tx: NearMatchTx,
     scope: Scope,
     policy: AdmissionPolicy,
     payload: Mapping[str, Any],

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from engram_memory.contract.arguments import AdmissionArguments
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import CandidateState, Operation, RecordState, candidate_transition
 from engram_memory.contract.tools import Tool
@@ -26,6 +27,7 @@ from engram_memory.engine.idempotency import replayed_response
 from engram_memory.engine.lifecycle.gate import GateHeld, GateRequest, check_gate, consume
 from engram_memory.engine.lifecycle.tombstone_guard import candidate_fingerprints, guard_key
 from engram_memory.engine.mutation import head_of, remember_response, run_mutation
+from engram_memory.engine.ports.agent_tx import TombstonesTx
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.recall.semantic import Embedded, embed_record
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
@@ -36,7 +38,7 @@ _PLAINTEXT_LIVES_ON = frozenset({"accepted", "duplicate_exact"})
 logger = logging.getLogger(__name__)
 
 
-def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def request_admission(deps: Deps, call: Call, arguments: AdmissionArguments) -> dict[str, Any]:
     """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, ILLEGAL_TRANSITION, DIGEST_CONFLICT,
     POLICY_UNAVAILABLE, POLICY_STALE, gate_failed (when required), BLOB_MISSING, STORE_UNAVAILABLE,
     MUTATION_OUTCOME_UNKNOWN."""
@@ -48,12 +50,12 @@ def request_admission(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> d
         # (a secret, say) must leave the disk now.
         status = result["outcome"]["status"]
         if status in _PLAINTEXT_LIVES_ON:
-            deps.vault.retire([arguments["candidate_id"]], deps.clock.now_ms())
+            deps.vault.retire([arguments.candidate_id], deps.clock.now_ms())
         elif status in _CANDIDATE_BODY_ENDED:
-            deps.vault.destroy([arguments["candidate_id"]], deps.clock.now_ms())
+            deps.vault.destroy([arguments.candidate_id], deps.clock.now_ms())
         return result
 
-    ahead = _embedded_ahead(deps, call, arguments["candidate_id"])
+    ahead = _embedded_ahead(deps, call, arguments.candidate_id)
     return run_mutation(
         deps,
         call.scope,
@@ -90,12 +92,12 @@ def _admit(
     deps: Deps,
     tx: StoreTx,
     call: Call,
-    arguments: Mapping[str, Any],
+    arguments: AdmissionArguments,
     policy: AdmissionPolicy,
     op_digest: str,
     ahead: Embedded | None,
 ) -> dict[str, Any] | GateHeld:
-    scope, key, candidate_id = call.scope, arguments["idempotency_key"], arguments["candidate_id"]
+    scope, key, candidate_id = call.scope, arguments.idempotency_key, arguments.candidate_id
     prior = replayed_response(tx.get_idempotency(scope, call.binding.principal, key), Tool.REQUEST_ADMISSION, op_digest)
     if prior is not None:
         return {"outcome": prior["outcome"], "replayed": True}
@@ -205,7 +207,7 @@ def candidate_facts(candidate: CandidateRow) -> CandidateFacts:
     )
 
 
-def is_forgotten(deps: Deps, tx: StoreTx, candidate: CandidateRow, payload: Mapping[str, Any]) -> bool:
+def is_forgotten(deps: Deps, tx: TombstonesTx, candidate: CandidateRow, payload: Mapping[str, Any]) -> bool:
     """Whether the candidate's content is what its scope forgot (engine/lifecycle/tombstone_guard.py)."""
     if not tx.holds_tombstones(candidate.scope):
         return False

@@ -18,13 +18,14 @@ from engram_memory.contract.states import CandidateState, Operation, RecordState
 from engram_memory.contract.tools import Tool
 from engram_memory.engine.admission.decision import Decision, Verdict, rejection_reasons, shown_reasons
 from engram_memory.engine.admission.effects import EFFECTS, answer_outcome, apply_decision
-from engram_memory.engine.admission.families import current_members, family_refs, plan_families, plan_of
+from engram_memory.engine.admission.families import FamilyTx, current_members, family_refs, plan_families, plan_of
 from engram_memory.engine.admission.near_duplicates import near_matches
 from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.admission.request import candidate_facts, still_in_force
 from engram_memory.engine.admission.same_text import same_text_record
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.mutation import host_actor, reason_ref_ok
+from engram_memory.engine.ports.review import ReviewTx
 from engram_memory.engine.ports.store import CandidateRow, JournalEvent, StoreTx
 from engram_memory.engine.receipts import decision_receipt_digest, transaction_receipt_digest
 from engram_memory.engine.refusals import Refusal, Refused
@@ -197,7 +198,7 @@ def reject_candidate(
     return _decide(deps, candidate_id, accept=False, decided_by=decided_by, reason_ref=reason_ref)
 
 
-def _find(tx: StoreTx, candidate_id: str) -> CandidateRow:
+def _find(tx: ReviewTx, candidate_id: str) -> CandidateRow:
     candidate = tx.find_candidate(candidate_id)
     if candidate is None:
         raise ReviewError(Refusal.NO_SUCH_CANDIDATE, candidate_id=candidate_id)
@@ -206,7 +207,7 @@ def _find(tx: StoreTx, candidate_id: str) -> CandidateRow:
 
 def _displaced(
     deps: Deps,
-    tx: StoreTx,
+    tx: FamilyTx,
     candidate: CandidateRow,
     policy: AdmissionPolicy,
     payload: Mapping[str, Any],
@@ -314,7 +315,7 @@ def _person_decision(
 
 
 def _rewrite_answers(
-    tx: StoreTx,
+    tx: ReviewTx,
     candidate: CandidateRow,
     decision: Decision,
     record_id: str | None,

@@ -16,7 +16,8 @@ from typing import Any
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.admission.near_duplicates import PayloadOf, best_lexical_matches
 from engram_memory.engine.lifecycle.tombstone_guard import normalised_text
-from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import LexicalIndexTx
+from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.projection import index_fields
 
 _TEXT_FIELDS = ("primary", "decision", "evidence", "context")
@@ -33,7 +34,7 @@ def content_key(payload: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def same_text_record(
-    tx: StoreTx, scope: Scope, payload: Mapping[str, Any], now_ms: int, payload_of: PayloadOf
+    tx: LexicalIndexTx, scope: Scope, payload: Mapping[str, Any], now_ms: int, payload_of: PayloadOf
 ) -> str | None:
     """The current record of the scope whose text is the payload's, if any (the best ranked of several)."""
     fields = index_fields(payload)

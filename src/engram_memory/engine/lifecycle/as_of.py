@@ -18,7 +18,8 @@ from engram_memory.contract.states import RecordState
 from engram_memory.engine import journal
 from engram_memory.engine.admission.families import family_key
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.ports.maintenance import RecordFilter
+from engram_memory.engine.ports.agent_tx import RecordsTx
+from engram_memory.engine.ports.maintenance import MaintenanceTx, RecordFilter
 from engram_memory.engine.ports.store import RecordRow, Scope, StoreTx
 
 _CURRENT = RecordState.ACCEPTED_CURRENT.value
@@ -52,7 +53,7 @@ def _candidates(
     return [row for row in found if row.state != _TOMBSTONED]
 
 
-def _as_known_at(tx: StoreTx, row: RecordRow, known_at_ms: int) -> tuple[str, str | None] | None:
+def _as_known_at(tx: MaintenanceTx, row: RecordRow, known_at_ms: int) -> tuple[str, str | None] | None:
     """The record's state and successor as its journaled transitions up to `known_at_ms` leave them; None
     when it was not admitted yet."""
     if row.admitted_at_ms > known_at_ms:
@@ -67,7 +68,7 @@ def _as_known_at(tx: StoreTx, row: RecordRow, known_at_ms: int) -> tuple[str, st
     return state, None if successor is None else str(successor)
 
 
-def _validity(tx: StoreTx, row: RecordRow, state: str, successor_id: str | None) -> tuple[int | None, bool] | None:
+def _validity(tx: RecordsTx, row: RecordRow, state: str, successor_id: str | None) -> tuple[int | None, bool] | None:
     """(end, inclusive) of the row's validity, or None when it is not read as of any valid time."""
     if state == _CURRENT:
         return row.valid_to_ms, True

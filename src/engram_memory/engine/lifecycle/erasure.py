@@ -6,17 +6,22 @@ keyed fingerprints of its content for the tombstone guard; after the commit its 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from engram_memory.contract.canonical import COVERAGE_DOMAIN, digest
 from engram_memory.contract.errors import ContractError
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.lifecycle.tombstone_guard import forgotten_fingerprints, guard_key
-from engram_memory.engine.ports.store import RecordRow, Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import BodiesTx, FamiliesTx, LexicalIndexTx, TombstonesTx
+from engram_memory.engine.ports.store import RecordRow, Scope
 from engram_memory.engine.sealing.bodies import read_payload
 
 
-def erase_record(deps: Deps, tx: StoreTx, record: RecordRow, at_ms: int) -> dict[str, str]:
+class ErasureTx(BodiesTx, FamiliesTx, LexicalIndexTx, TombstonesTx, Protocol):
+    """What a forgotten record leaves behind (body, families, index entry) and the tombstone replacing it."""
+
+
+def erase_record(deps: Deps, tx: ErasureTx, record: RecordRow, at_ms: int) -> dict[str, str]:
     """Drops the record from the lexical index (merging the deleted tokens away) and destroys its body.
 
     Keyed fingerprints of its content stay behind (engine/lifecycle/tombstone_guard.py), so the same content

@@ -12,7 +12,8 @@ from typing import Any
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.ids import new_confirmation_id
-from engram_memory.engine.ports.store import Actor, ConfirmationRow, Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import ConfirmationsTx
+from engram_memory.engine.ports.store import Actor, ConfirmationRow, Scope
 from engram_memory.engine.refusals import Refusal, Refused
 
 APPROVAL_TTL_MAX_MS = 300_000
@@ -78,7 +79,7 @@ class GateHeld:
         return ContractError(ErrorCode.GATE_FAILED, fields=fields)
 
 
-def check_gate(tx: StoreTx, request: GateRequest, now_ms: int) -> GatePass | GateHeld:
+def check_gate(tx: ConfirmationsTx, request: GateRequest, now_ms: int) -> GatePass | GateHeld:
     """A pass when a live approval exists; otherwise makes sure the host sees a request, and names it.
 
     A denied operation is not asked again: the agent must start a new operation (a new key).
@@ -112,7 +113,7 @@ def check_gate(tx: StoreTx, request: GateRequest, now_ms: int) -> GatePass | Gat
     return GateHeld(confirmation_id)
 
 
-def consume(tx: StoreTx, gate_pass: GatePass, now_ms: int) -> None:
+def consume(tx: ConfirmationsTx, gate_pass: GatePass, now_ms: int) -> None:
     """Marks the approval used. Raises ContractError GATE_FAILED past the 30 s commit window."""
     if now_ms - gate_pass.checked_at_ms > COMMIT_WINDOW_MS:
         raise ContractError(ErrorCode.GATE_FAILED)
@@ -123,7 +124,7 @@ class ConfirmationError(Refused):
     """A person's decision on a confirmation turned down (unknown id, already decided, expired)."""
 
 
-def approve(tx: StoreTx, confirmation_id: str, *, now_ms: int, decided_by: str, ttl_ms: int) -> ConfirmationRow:
+def approve(tx: ConfirmationsTx, confirmation_id: str, *, now_ms: int, decided_by: str, ttl_ms: int) -> ConfirmationRow:
     if not 0 < ttl_ms <= APPROVAL_TTL_MAX_MS:
         raise ConfirmationError(Refusal.APPROVAL_TTL)
     row = _open_request(tx, confirmation_id, now_ms)
@@ -138,14 +139,14 @@ def approve(tx: StoreTx, confirmation_id: str, *, now_ms: int, decided_by: str, 
     return approved
 
 
-def deny(tx: StoreTx, confirmation_id: str, *, now_ms: int, decided_by: str) -> ConfirmationRow:
+def deny(tx: ConfirmationsTx, confirmation_id: str, *, now_ms: int, decided_by: str) -> ConfirmationRow:
     row = _open_request(tx, confirmation_id, now_ms)
     denied = replace(row, status=DENIED, decided_at_ms=now_ms, decided_by=decided_by)
     tx.save_confirmation(denied)
     return denied
 
 
-def _open_request(tx: StoreTx, confirmation_id: str, now_ms: int) -> ConfirmationRow:
+def _open_request(tx: ConfirmationsTx, confirmation_id: str, now_ms: int) -> ConfirmationRow:
     row = tx.get_confirmation(confirmation_id)
     if row is None:
         raise ConfirmationError(Refusal.NO_SUCH_CONFIRMATION)

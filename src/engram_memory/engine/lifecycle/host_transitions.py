@@ -17,7 +17,7 @@ from engram_memory.contract.states import RECORD_TRANSITIONS, Operation, RecordS
 from engram_memory.engine import journal
 from engram_memory.engine.deps import Deps
 from engram_memory.engine.lifecycle.erasure import coverage_of, destroy_record_key, erase_record
-from engram_memory.engine.lifecycle.transitions import record_transitioned
+from engram_memory.engine.lifecycle.transitions import TransitionTx, record_transitioned
 from engram_memory.engine.mutation import host_actor, reason_ref_ok
 from engram_memory.engine.ports.maintenance import RecordFilter
 from engram_memory.engine.ports.store import JournalEvent, RecordRow, StoreTx
@@ -345,7 +345,7 @@ def _reindex(deps: Deps, tx: StoreTx, record: RecordRow) -> Mapping[str, Any]:
 
 
 def _journal(
-    tx: StoreTx,
+    tx: TransitionTx,
     record: RecordRow,
     operation: Operation,
     to_state: RecordState,

@@ -8,16 +8,21 @@ that same restore end a candidate. Each writes its event and the row it moves he
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from engram_memory.contract.states import CandidateState, Operation, RecordState
 from engram_memory.engine import journal
 from engram_memory.engine.mutation import append_event_as
-from engram_memory.engine.ports.store import CandidateRow, JournalEvent, RecordRow, StoreTx
+from engram_memory.engine.ports.agent_tx import CandidatesTx, JournalTx, RecordsTx
+from engram_memory.engine.ports.store import CandidateRow, JournalEvent, RecordRow
+
+
+class TransitionTx(JournalTx, CandidatesTx, RecordsTx, Protocol):
+    """A state change and the journal event that tells it."""
 
 
 def record_transitioned(
-    tx: StoreTx,
+    tx: TransitionTx,
     record: RecordRow,
     operation: Operation,
     to_state: RecordState,
@@ -43,7 +48,7 @@ def record_transitioned(
 
 
 def candidate_withdrawn(
-    tx: StoreTx,
+    tx: TransitionTx,
     candidate: CandidateRow,
     *,
     actor: Mapping[str, str],

@@ -7,9 +7,9 @@ payload digest for the tombstone guard, and then pushes the erased bytes out of 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from engram_memory.contract.arguments import ForgetArguments, WithdrawArguments
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import (
     CandidateState,
@@ -26,16 +26,17 @@ from engram_memory.engine.lifecycle.erasure import coverage_of, destroy_record_k
 from engram_memory.engine.lifecycle.gate import GateHeld, GatePass, GateRequest, check_gate, consume
 from engram_memory.engine.lifecycle.transitions import candidate_withdrawn, record_transitioned
 from engram_memory.engine.mutation import remember_response, run_mutation
+from engram_memory.engine.ports.agent_tx import ConfirmationsTx, IdempotencyTx
 from engram_memory.engine.ports.store import JournalEvent, StoreTx
 from engram_memory.engine.receipts import authorization_receipt_digest, transaction_receipt_digest
 
 
-def withdraw(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def withdraw(deps: Deps, call: Call, arguments: WithdrawArguments) -> dict[str, Any]:
     """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, ILLEGAL_TRANSITION, DIGEST_CONFLICT, gate_failed,
     STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
 
     def destroy_key(result: dict[str, Any]) -> dict[str, Any]:
-        destroyed = deps.vault.destroy([arguments["candidate_id"]], deps.clock.now_ms())
+        destroyed = deps.vault.destroy([arguments.candidate_id], deps.clock.now_ms())
         return {**result, "key_destruction": "complete" if destroyed else "pending"}
 
     return run_mutation(
@@ -49,7 +50,7 @@ def withdraw(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, 
     )
 
 
-def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def forget(deps: Deps, call: Call, arguments: ForgetArguments) -> dict[str, Any]:
     """Raises ContractError NOT_FOUND, ALREADY_TERMINAL, DIGEST_CONFLICT, gate_failed,
     STORE_UNAVAILABLE, MUTATION_OUTCOME_UNKNOWN."""
 
@@ -68,13 +69,13 @@ def forget(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     )
 
 
-def _replay(tx: StoreTx, call: Call, tool: Tool, key: str, op_digest: str) -> dict[str, Any] | None:
+def _replay(tx: IdempotencyTx, call: Call, tool: Tool, key: str, op_digest: str) -> dict[str, Any] | None:
     prior = replayed_response(tx.get_idempotency(call.scope, call.binding.principal, key), tool, op_digest)
     return None if prior is None else {**prior, "replayed": True}
 
 
 def _gate(
-    tx: StoreTx, call: Call, tool: Tool, target: str, op_digest: str, reason_ref: str, summary: dict[str, Any]
+    tx: ConfirmationsTx, call: Call, tool: Tool, target: str, op_digest: str, reason_ref: str, summary: dict[str, Any]
 ) -> GatePass | GateHeld:
     return check_gate(
         tx,
@@ -108,13 +109,9 @@ def _receipt(
 
 
 def _withdraw(
-    deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], op_digest: str
+    deps: Deps, tx: StoreTx, call: Call, arguments: WithdrawArguments, op_digest: str
 ) -> dict[str, Any] | GateHeld:
-    key, candidate_id, reason_ref = (
-        arguments["idempotency_key"],
-        arguments["candidate_id"],
-        arguments["reason_ref"],
-    )
+    key, candidate_id, reason_ref = arguments.idempotency_key, arguments.candidate_id, arguments.reason_ref
     replay = _replay(tx, call, Tool.WITHDRAW, key, op_digest)
     if replay is not None:
         return replay
@@ -150,9 +147,9 @@ def _withdraw(
 
 
 def _forget(
-    deps: Deps, tx: StoreTx, call: Call, arguments: Mapping[str, Any], op_digest: str
+    deps: Deps, tx: StoreTx, call: Call, arguments: ForgetArguments, op_digest: str
 ) -> dict[str, Any] | GateHeld:
-    key, record_id, reason_ref = arguments["idempotency_key"], arguments["record_id"], arguments["reason_ref"]
+    key, record_id, reason_ref = arguments.idempotency_key, arguments.record_id, arguments.reason_ref
     replay = _replay(tx, call, Tool.FORGET, key, op_digest)
     if replay is not None:
         return replay

@@ -1,16 +1,20 @@
 """The engine's ports: what it needs from a store, a key vault, a key ring, a policy source and a clock.
 
 Stores implement `Store`; every engine rule lives above this line, so SQLite and PostgreSQL only
-persist and fetch. The transaction protocol is assembled from one protocol per concern (agent
-calls here; review, maintenance and operations in their own modules).
+persist and fetch. The transaction protocol is assembled from one protocol per concern (the agent
+calls' in agent_tx.py; review, maintenance and operations in their own modules), and each caller takes
+the narrowest that serves it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from engram_memory.engine.ports.agent_tx import (
+    CoreTx,
+)
 from engram_memory.engine.ports.faults import StoreError, StoreFault, TransientConflict
 from engram_memory.engine.ports.maintenance import MaintenanceTx
 from engram_memory.engine.ports.operations import OperationsTx
@@ -65,125 +69,6 @@ __all__ = [
     "UnembeddedRecord",
     "WrappedKey",
 ]
-
-
-class CoreTx(Protocol):
-    """What the six agent tools need of one transaction."""
-
-    # journal
-    def head(self, scope: Scope) -> ScopeHead | None: ...
-    def append_event(self, event: JournalEvent) -> None: ...
-    def events(self, scope: Scope) -> Iterator[JournalEvent]: ...
-    def event_digest(self, scope: Scope, cursor: int) -> str | None:
-        """The digest of the scope's journal event at `cursor`; None when the journal has none there."""
-        ...
-
-    # candidates and records
-    def insert_candidate(self, row: CandidateRow) -> None: ...
-    def get_candidate(self, scope: Scope, candidate_id: str) -> CandidateRow | None: ...
-    def update_candidate(
-        self,
-        scope: Scope,
-        candidate_id: str,
-        *,
-        state: str,
-        adjudication: bool,
-        record_id: str | None,
-        review_reasons: Sequence[str] = (),
-    ) -> None: ...
-    def insert_record(self, row: RecordRow) -> None: ...
-    def get_record(self, scope: Scope, record_id: str) -> RecordRow | None: ...
-    def get_records(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, RecordRow]:
-        """The scope's records among these ids, in one read (a page of search hits)."""
-        ...
-
-    def set_record_state(self, scope: Scope, record_id: str, state: str, cursor: int) -> None: ...
-    def find_record_by_digest(self, scope: Scope, payload_digest: str, state: str) -> str | None: ...
-
-    # sealed bodies (each with its own wrapped data key)
-    def put_body(self, scope: Scope, owner_id: str, body: SealedBody) -> None: ...
-    def get_body(self, scope: Scope, owner_id: str) -> SealedBody | None: ...
-    def get_bodies(self, scope: Scope, owner_ids: Sequence[str]) -> dict[str, SealedBody]:
-        """The scope's bodies among these owners, in one read."""
-        ...
-
-    def destroy_body(self, scope: Scope, owner_id: str) -> bool: ...
-    def discard_body(self, scope: Scope, owner_id: str) -> None:
-        """destroy_body for a caller that needs no answer, which a store may therefore hold back."""
-        ...
-
-    def ended_owners(self, owner_ids: Sequence[str]) -> set[str]:
-        """Owners the store knows whose body it no longer holds (their key may go)."""
-        ...
-
-    # lexical index of accepted_current records
-    def index_record(self, scope: Scope, record_id: str, fields: Mapping[str, str], *, tokenizer: str) -> None:
-        """Adds the record's entry (`fields`: space-joined tokens of `tokenizer`, engine/projection.py)."""
-        ...
-
-    def unindex_record(self, scope: Scope, record_id: str) -> bool: ...
-    def purge_index(self) -> None: ...
-    def index_stats(self, scope: Scope) -> IndexStats: ...
-    def lexical_candidates(
-        self, scope: Scope, terms: Sequence[str], *, valid_at_ms: int, limit: int
-    ) -> list[IndexedDoc]: ...
-    def term_doc_counts(self, scope: Scope, terms: Sequence[str]) -> dict[str, int]: ...
-
-    # semantic index: one embedding per accepted_current record, dropped with its lexical entry
-    def put_vector(self, scope: Scope, record_id: str, model: str, vector: bytes, subject: str) -> bool:
-        """Writes the record's embedding unless it already has one by `model` (an embedding by another
-        model is replaced) or is not accepted_current; True when it wrote."""
-        ...
-
-    def vectors(self, scope: Scope, model: str) -> list[StoredVector]:
-        """Every accepted_current record of the scope with an embedding by `model`, in rid order."""
-        ...
-
-    def vectors_of(self, scope: Scope, model: str, record_ids: Sequence[str]) -> dict[str, bytes]:
-        """The embeddings by `model` of these accepted_current records of the scope that have one."""
-        ...
-
-    def records_without_vector(self, scope: Scope, models: Sequence[str]) -> list[UnembeddedRecord]:
-        """The scope's accepted_current records with no embedding by any of `models`, in rid order."""
-        ...
-
-    def record_changes(self, scope: Scope, after: int, through: int, model: str) -> list[RecordChange]:
-        """The scope's records whose state changed at a records cursor in (`after`, `through`], in cursor
-        order, each with its embedding by `model` when it is accepted_current and has one."""
-        ...
-
-    # tombstone fingerprints (keyed, never content: engine/lifecycle/tombstone_guard.py)
-    def add_tombstone(self, scope: Scope, fingerprints: Sequence[str], at_ms: int) -> None: ...
-    def is_tombstoned(self, scope: Scope, fingerprints: Sequence[str]) -> bool: ...
-    def holds_tombstones(self, scope: Scope) -> bool:
-        """Whether the scope forgot anything at all: most never did, and then no fingerprint is needed."""
-        ...
-
-    # reconciliation families (keyed digests of family refs, never the refs: engine/admission/families.py)
-    def add_record_families(self, scope: Scope, record_id: str, family_keys: Sequence[str]) -> None: ...
-    def family_records(self, scope: Scope, family_keys: Sequence[str]) -> dict[str, list[str]]:
-        """Per family key, the ids of the scope's records in it (any state), in rid order."""
-        ...
-
-    def drop_record_families(self, scope: Scope, record_id: str) -> bool:
-        """Forgets which families the record was in; True when it was in any."""
-        ...
-
-    # idempotency
-    def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyRow | None: ...
-    def put_idempotency(self, row: IdempotencyRow) -> None: ...
-
-    # confirmations (host-visible queue)
-    def find_confirmations(
-        self, scope: Scope, principal: str, tool: str, target: str, operation_digest: str
-    ) -> list[ConfirmationRow]: ...
-    def insert_confirmation(self, row: ConfirmationRow) -> None: ...
-    def get_confirmation(self, confirmation_id: str) -> ConfirmationRow | None: ...
-    def list_confirmations(self, statuses: Sequence[str] | None) -> list[ConfirmationRow]: ...
-    def save_confirmation(self, row: ConfirmationRow) -> None: ...
-
-    # audit
-    def append_audit(self, row: AuditRow) -> None: ...
 
 
 class StoreTx(CoreTx, ReviewTx, MaintenanceTx, OperationsTx, Protocol):

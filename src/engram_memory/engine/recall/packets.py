@@ -7,13 +7,14 @@ round trip, and ten hits read one by one cost more than the ranking that found t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from engram_memory.contract.canonical import canonical_json
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine.admission.policy import AdmissionPolicy
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.ports.store import RecordRow, Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import BodiesTx, RecordsTx
+from engram_memory.engine.ports.store import RecordRow, Scope
 from engram_memory.engine.projection import record_view, redact, redaction_receipt_digest, summary_view
 from engram_memory.engine.recall.ranking import Scored
 from engram_memory.engine.sealing.bodies import read_payloads
@@ -27,9 +28,13 @@ def redacted_view(
     return view, removed, redaction_receipt_digest(record.record_id, record.payload_digest, removed, policy.digest)
 
 
+class PacketTx(RecordsTx, BodiesTx, Protocol):
+    """What a page of packets reads: records and their bodies."""
+
+
 def page_packets(
     deps: Deps,
-    tx: StoreTx,
+    tx: PacketTx,
     scope: Scope,
     page: Sequence[Scored],
     first_rank: int,

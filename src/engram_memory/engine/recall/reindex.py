@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.ports.store import IndexStats, Scope, StoreTx
+from engram_memory.engine.ports.operations import OperationsTx
+from engram_memory.engine.ports.store import IndexStats, Scope
 from engram_memory.engine.projection import add_index_entry, index_fields
 from engram_memory.engine.recall.semantic import VectorCache, embed_record, embedding_texts, index_vector, to_bytes
 from engram_memory.engine.recall.text import tokenizer_id
@@ -91,7 +92,7 @@ class ReindexReport:
     unreadable: int  # current records whose body did not open: left as they were (verify names them)
 
 
-def _scopes(tx: StoreTx) -> list[Scope]:
+def _scopes(tx: OperationsTx) -> list[Scope]:
     scopes = []
     for tenant, workspace in tx.scope_names():
         try:
@@ -101,7 +102,7 @@ def _scopes(tx: StoreTx) -> list[Scope]:
     return scopes
 
 
-def _current_ids(tx: StoreTx, scope: Scope) -> list[str]:
+def _current_ids(tx: OperationsTx, scope: Scope) -> list[str]:
     return sorted(record_id for record_id, state in tx.record_states(scope).items() if state == _CURRENT)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from engram_memory.engine.ports.store import IndexedDoc
 from engram_memory.engine.recall.languages import (
@@ -114,7 +115,9 @@ def _across(near: Mapping[str, float], cross: float | None, crosses: Callable[[s
     return any(crosses(doc_id) for doc_id, _ in nearest[:CROSS_LOOKS])
 
 
-_SCRIPTS = {ENGLISH: "latin", KOREAN: "hangul", CHINESE: "han", TRADITIONAL_CHINESE: "han", JAPANESE: "han"}
+_SCRIPTS = MappingProxyType(
+    {ENGLISH: "latin", KOREAN: "hangul", CHINESE: "han", TRADITIONAL_CHINESE: "han", JAPANESE: "han"}
+)
 
 
 def script_of(text: str) -> str:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from engram_memory.contract.arguments import GetArguments, SearchArguments
 from engram_memory.contract.canonical import (
     PACKET_DOMAIN,
     RANK_ORDER_DOMAIN,
@@ -28,7 +29,8 @@ from engram_memory.contract.tools import Tool
 from engram_memory.engine import journal
 from engram_memory.engine.calls import Call
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.ports.store import IndexedDoc, RecordRow, ScopeHead, StoreTx
+from engram_memory.engine.ports.agent_tx import BodiesTx, JournalTx, LexicalIndexTx, RecordsTx, VectorsTx
+from engram_memory.engine.ports.store import IndexedDoc, RecordRow, ScopeHead
 from engram_memory.engine.recall.cursors import PagePin, mint_cursor, open_cursor
 from engram_memory.engine.recall.packets import page_packets, redacted_view
 from engram_memory.engine.recall.ranking import (
@@ -85,8 +87,6 @@ HYBRID_PROFILE_VERSION = 6
 # The index's best 100 (by impact-ordered postings on SQLite, weighted full-text rank on PostgreSQL) are
 # re-scored with BM25F: on the LoCoMo dev set the top 10 are the same as from 1,000 (docs/benchmarks.md).
 CANDIDATE_POOL = 100
-DEFAULT_LIMIT = 10
-DEFAULT_PACKET_BYTES = 65_536
 
 
 def eligible(record: RecordRow, valid_at_ms: int) -> bool:
@@ -99,8 +99,12 @@ def eligible(record: RecordRow, valid_at_ms: int) -> bool:
     )
 
 
+class RecallTx(JournalTx, RecordsTx, BodiesTx, LexicalIndexTx, VectorsTx, Protocol):
+    """What a search or a get reads: never a candidate, a confirmation or anything the host keeps."""
+
+
 def _rank(
-    tx: StoreTx,
+    tx: LexicalIndexTx,
     call: Call,
     terms: Sequence[str],
     valid_at_ms: int,
@@ -153,7 +157,7 @@ class _Focus:
     df: dict[str, int]  # documents of the scope holding each term
 
 
-def _focus(tx: StoreTx, call: Call, query: str) -> _Focus:
+def _focus(tx: LexicalIndexTx, call: Call, query: str) -> _Focus:
     """The query's terms, the terms that rank lexically, the frequent ones (see _hybrid), and how many
     memories the scope has."""
     terms = query_terms(query)[:MAX_QUERY_TERMS]
@@ -185,7 +189,7 @@ def _date_boosted(scored: float, at_ms: int, windows: Sequence[DateWindow]) -> f
     return scored * (1.0 + DATE_BOOST) if any(window.holds(at_ms) for window in windows) else scored
 
 
-def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int) -> _Ranking:
+def _lexical(deps: Deps, tx: LexicalIndexTx, call: Call, query: str, valid_at_ms: int, generation: int) -> _Ranking:
     """BM25F over the query's telling terms, the subject boost, then recency (as in _hybrid, without a model)."""
     focus = _focus(tx, call, query)
     terms, lexical_terms = focus.terms, focus.lexical_terms
@@ -209,7 +213,7 @@ def _lexical(deps: Deps, tx: StoreTx, call: Call, query: str, valid_at_ms: int, 
 
 
 def _hybrid(
-    deps: Deps, cache: VectorCache, tx: StoreTx, call: Call, query: str, valid_at_ms: int, generation: int
+    deps: Deps, cache: VectorCache, tx: RecallTx, call: Call, query: str, valid_at_ms: int, generation: int
 ) -> _Ranking:
     """The fusion of the lexical scores (relevance alone) and the model's cosines to the query (ranking.fuse),
     a subject boost, then recency.
@@ -321,25 +325,23 @@ def _as_of(page: PagePin, head: ScopeHead, ranking: _Ranking) -> dict[str, Any]:
     }
 
 
-def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def search(deps: Deps, call: Call, arguments: SearchArguments) -> dict[str, Any]:
     """Raises ContractError STALE_PAGE, RANKING_UNAVAILABLE, PROJECTION_OVERSIZED, PROJECTION_STALE (the
     scope awaits a re-index), POLICY_UNAVAILABLE, BLOB_MISSING, STORE_UNAVAILABLE. No match is an empty
     list, never an error."""
     policy = deps.policies.current()
-    capability = arguments.get("capability_policy", {})
-    minimum = capability.get("minimum_channels", "lexical")
+    minimum = arguments.minimum_channels
     cache = deps.semantic
     if minimum != "lexical" and cache is None:
         # No embedding model is installed: say so rather than answer lexically.
         raise ContractError(ErrorCode.RANKING_UNAVAILABLE)
     profile, profile_version, formula = _profile(cache)
-    limit = arguments.get("limit", DEFAULT_LIMIT)
-    budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)
+    limit, budget = arguments.limit, arguments.max_packet_bytes
     params = {
-        "query": arguments["query"],
+        "query": arguments.query,
         "limit": limit,
         "max_packet_bytes": budget,
-        "capability_policy": {"minimum_channels": minimum, "network": capability.get("network", "forbid")},
+        "capability_policy": {"minimum_channels": minimum, "network": arguments.network},
     }
     request_digest = digest(
         RANK_REQUEST_DOMAIN,
@@ -354,19 +356,19 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     if deps.indexer is not None:
         deps.indexer.settle()
 
-    def ranked_page(tx: StoreTx) -> tuple[ScopeHead, PagePin, _Ranking, list[dict[str, Any]]]:
+    def ranked_page(tx: RecallTx) -> tuple[ScopeHead, PagePin, _Ranking, list[dict[str, Any]]]:
         head = tx.head(call.scope) or journal.initial_head(call.scope)
         offset, valid_as_of, system_as_of = 0, call.now_ms, call.now_ms
-        if "page_cursor" in arguments:
-            pin = open_cursor(deps.cursor_key, arguments["page_cursor"], request_digest)
+        if arguments.page_cursor is not None:
+            pin = open_cursor(deps.cursor_key, arguments.page_cursor, request_digest)
             if pin is None or pin.records_cursor != head.records_cursor:
                 raise ContractError(ErrorCode.STALE_PAGE)
             offset, valid_as_of, system_as_of = pin.offset, pin.valid_as_of, pin.system_as_of
         generation = head.records_cursor
         ranking = (
-            _lexical(deps, tx, call, arguments["query"], valid_as_of, generation)
+            _lexical(deps, tx, call, arguments.query, valid_as_of, generation)
             if cache is None
-            else _hybrid(deps, cache, tx, call, arguments["query"], valid_as_of, generation)
+            else _hybrid(deps, cache, tx, call, arguments.query, valid_as_of, generation)
         )
         ranked = ranking.ranked
         packets = page_packets(deps, tx, call.scope, ranked[offset : offset + limit], offset + 1, policy, budget)
@@ -395,14 +397,14 @@ def search(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, An
     return value
 
 
-def get(deps: Deps, call: Call, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def get(deps: Deps, call: Call, arguments: GetArguments) -> dict[str, Any]:
     """Raises ContractError NOT_FOUND (unknown, out of scope, or not eligible: indistinguishable),
     PROJECTION_OVERSIZED, POLICY_UNAVAILABLE, BLOB_MISSING, STORE_UNAVAILABLE."""
     policy = deps.policies.current()
-    budget = arguments.get("max_packet_bytes", DEFAULT_PACKET_BYTES)
+    budget = arguments.max_packet_bytes
 
-    def found(tx: StoreTx) -> tuple[RecordRow, dict[str, Any], list[str], str, ScopeHead]:
-        record = tx.get_record(call.scope, arguments["record_id"])
+    def found(tx: RecallTx) -> tuple[RecordRow, dict[str, Any], list[str], str, ScopeHead]:
+        record = tx.get_record(call.scope, arguments.record_id)
         if record is None or not eligible(record, call.now_ms):
             raise ContractError(ErrorCode.NOT_FOUND)
         payload = read_payload(deps, tx, call.scope, record.record_id, "record")

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import VectorsTx
+from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.graph_requests import GraphRequest, Proposals
 from engram_memory.engine.recall.semantic_models import Embedder, Matrix, SemanticModel
 from engram_memory.engine.recall.shared_builds import SharedBases
@@ -32,6 +33,7 @@ from engram_memory.engine.recall.vector_index import (
     Embedded,
     Neighbour,
     ScopeIndex,
+    VectorIndexTx,
     build,
     catch_up,
     from_bytes,
@@ -236,7 +238,7 @@ class VectorCache:
             return self._scope_locks.setdefault(scope, threading.Lock())
 
     def _catch_up(
-        self, tx: StoreTx, scope: Scope, generation: int, payload_of: PayloadOf
+        self, tx: VectorIndexTx, scope: Scope, generation: int, payload_of: PayloadOf
     ) -> tuple[ScopeIndex, list[Embedded]]:
         """The scope's shared index, brought to `generation` (or able to answer for it); or, when it cannot
         be (a snapshot older than what it kept), a private one built from the snapshot. Under the scope's lock."""
@@ -270,7 +272,7 @@ class VectorCache:
         return None if base is None or base.stamp.cursor > generation else base
 
     def _caught_up(
-        self, index: ScopeIndex, tx: StoreTx, scope: Scope, generation: int, embedding: CatchUp
+        self, index: ScopeIndex, tx: VectorIndexTx, scope: Scope, generation: int, embedding: CatchUp
     ) -> list[Embedded]:
         forgotten: list[str] = []
         fresh = catch_up(index, tx, scope, generation, self.vector_id, self.dimension, embedding, forgotten)
@@ -304,7 +306,7 @@ class VectorCache:
 
     def start(
         self,
-        tx: StoreTx,
+        tx: VectorIndexTx,
         scope: Scope,
         generation: int,
         payload_of: PayloadOf,
@@ -328,7 +330,7 @@ class VectorCache:
             started.answering = self._helpers().submit(self._ask, scope, query, request, started.vector)
         return started
 
-    def finish(self, tx: StoreTx, started: Started, payload_of: PayloadOf) -> SemanticAnswer:
+    def finish(self, tx: VectorIndexTx, started: Started, payload_of: PayloadOf) -> SemanticAnswer:
         """The second half: the `limit` records nearest the query as of the snapshot, best first."""
         fresh = list(started.fresh)
         if started.answering is None or started.vector is None:
@@ -401,7 +403,7 @@ def _replaces(base: Base | None, index: ScopeIndex) -> bool:
 
 
 def index_vector(
-    cache: VectorCache | None, tx: StoreTx, scope: Scope, record_id: str, payload: Mapping[str, Any]
+    cache: VectorCache | None, tx: VectorsTx, scope: Scope, record_id: str, payload: Mapping[str, Any]
 ) -> None:
     """Embeds a record that has just become accepted_current, in the transaction that made it so."""
     if cache is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
@@ -101,11 +102,13 @@ class Centroids:
 
 # What relevance asks of each vector arrangement (vector_id), calibrated on the dev sets (decision 0029,
 # engine/recall/relevance.py). A model not named here has no floors: every candidate is returned, as before.
-RELEVANCE_FLOORS: Mapping[str, Floors] = {
-    "multilingual-e5-small-onnx-qint8-c1": Floors(
-        lexical=0.1, cosine=0.15, clear=0.42, weight=0.4, lead=0.12, cross=0.33
-    ),
-}
+RELEVANCE_FLOORS: Mapping[str, Floors] = MappingProxyType(
+    {
+        "multilingual-e5-small-onnx-qint8-c1": Floors(
+            lexical=0.1, cosine=0.15, clear=0.42, weight=0.4, lead=0.12, cross=0.33
+        ),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

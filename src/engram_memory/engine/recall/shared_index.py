@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import JournalTx
+from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.graph_build import CONNECTIVITY, GRAPH_FILE, build_graph, faiss_module
 
 __all__ = [
@@ -81,10 +82,10 @@ class Stamp:
     digest: str | None
 
     @classmethod
-    def read(cls, tx: StoreTx, scope: Scope, cursor: int) -> Stamp:
+    def read(cls, tx: JournalTx, scope: Scope, cursor: int) -> Stamp:
         return cls(cursor, tx.event_digest(scope, cursor) if cursor else None)
 
-    def holds(self, tx: StoreTx, scope: Scope) -> bool:
+    def holds(self, tx: JournalTx, scope: Scope) -> bool:
         """Whether the snapshot's journal is the one this stamp was read from, up to the stamp."""
         return self.cursor == 0 or tx.event_digest(scope, self.cursor) == self.digest
 

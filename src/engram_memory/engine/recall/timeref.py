@@ -13,30 +13,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 __all__ = ["DateWindow", "named_windows", "without_dates"]
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
+_MONTHS = MappingProxyType(
+    {
+        name: number
+        for number, names in enumerate(
+            (
+                ("january", "jan"),
+                ("february", "feb"),
+                ("march", "mar"),
+                ("april", "apr"),
+                ("may",),
+                ("june", "jun"),
+                ("july", "jul"),
+                ("august", "aug"),
+                ("september", "sep", "sept"),
+                ("october", "oct"),
+                ("november", "nov"),
+                ("december", "dec"),
+            ),
+            start=1,
+        )
+        for name in names
+    }
+)
 _MONTH = "(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<{}>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<{}>(?:19|20)\d\d)"

@@ -19,14 +19,15 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.states import RecordState
-from engram_memory.engine.ports.store import RecordChange, Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import JournalTx, VectorsTx
+from engram_memory.engine.ports.store import RecordChange, Scope
 from engram_memory.engine.recall.graph_requests import GraphRequest, Proposals
 from engram_memory.engine.recall.semantic_models import Matrix
 from engram_memory.engine.recall.shared_index import ID_WIDTH, Base, Rows, Stamp
@@ -120,7 +121,7 @@ class ScopeIndex:
         """Rows it holds memory for (live, left, and room to grow)."""
         return int(self._matrix.shape[0])
 
-    def serves(self, tx: StoreTx, scope: Scope, generation: int) -> bool:
+    def serves(self, tx: JournalTx, scope: Scope, generation: int) -> bool:
         """Whether the index can answer for the snapshot at `generation`: caught up to it (the journal
         still the one it was built from), or ahead of it on that journal with what left since kept."""
         stamp = self.stamp
@@ -376,8 +377,12 @@ def from_bytes(data: bytes, dimension: int) -> Matrix:
     return vector
 
 
+class VectorIndexTx(JournalTx, VectorsTx, Protocol):
+    """The scope's embeddings, read as of its journal's head."""
+
+
 def build(
-    tx: StoreTx, scope: Scope, generation: int, vector_id: str, dimension: int, catch_up: CatchUp
+    tx: VectorIndexTx, scope: Scope, generation: int, vector_id: str, dimension: int, catch_up: CatchUp
 ) -> tuple[ScopeIndex, list[Embedded]]:
     """The scope's index at `generation`, from every vector the store holds, embedding the current records
     that have none (admitted but not yet written by an indexer, lost to a crash, or under another model)."""
@@ -401,7 +406,7 @@ def build(
 
 def catch_up(
     index: ScopeIndex,
-    tx: StoreTx,
+    tx: VectorIndexTx,
     scope: Scope,
     generation: int,
     vector_id: str,

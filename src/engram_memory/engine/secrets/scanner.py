@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from engram_memory.engine.secrets.detectors_assignments import (
     _find_bearer_tokens,
@@ -57,46 +58,62 @@ class SecretFinding:
 # --- scanning -------------------------------------------------------------------------------------
 
 # Each detector gets the text and its lower-cased twin of the same length (see _fold).
-_DETECTORS: dict[str, Callable[[str, str], Iterator[Span]]] = {
-    "private_key": _find_private_keys,
-    "cloud_key": _find_cloud_keys,
-    "api_token": _find_api_tokens,
-    "jwt": _find_jwts,
-    "bearer_token": _find_bearer_tokens,
-    "url_credentials": _find_url_credentials,
-    "connection_string": _find_connection_strings,
-    "password_assignment": _find_password_assignments,
-    "env_assignment": _find_env_assignments,
-    "session_cookie": _find_session_cookies,
-    "high_entropy": _find_high_entropy,
-    "personal_data": _find_personal_data,
-}
+_DETECTORS: Mapping[str, Callable[[str, str], Iterator[Span]]] = MappingProxyType(
+    {
+        "private_key": _find_private_keys,
+        "cloud_key": _find_cloud_keys,
+        "api_token": _find_api_tokens,
+        "jwt": _find_jwts,
+        "bearer_token": _find_bearer_tokens,
+        "url_credentials": _find_url_credentials,
+        "connection_string": _find_connection_strings,
+        "password_assignment": _find_password_assignments,
+        "env_assignment": _find_env_assignments,
+        "session_cookie": _find_session_cookies,
+        "high_entropy": _find_high_entropy,
+        "personal_data": _find_personal_data,
+    }
+)
 # A detector runs only if one of its needles occurs in the lower-cased text: a cheap substring
 # test that keeps scanning fast on long text that cannot contain its shape.
-_NEEDLES: dict[str, tuple[str, ...]] = {
-    "private_key": ("private key", "putty-user-key-file", "age-secret-key-"),
-    "cloud_key": ("akia", "asia", "abia", "acca", "aiza", "gocspx-", "secret", "key=", "signature="),
-    "api_token": (
-        *("_", "-", "sg.", "sk", "ya29.", "hvs.", "dapi", "dp.pt.", "hooks.slack.com", ":aa", "sl.", "atlasv1"),
-        *("key", "token", "키", "토큰", "密钥", "密鑰", "令牌", "キー", "トークン", "openai", "mistral", "cohere"),
-        *("together", "deepgram", "groq", "gemini", "perplexity", "voyage", "elevenlabs", "assemblyai"),
-    ),
-    "jwt": ("eyj",),
-    "bearer_token": ("bearer", "authorization", "key", "token"),
-    "url_credentials": ("://",),
-    "connection_string": ("password=", "pwd="),
-    "password_assignment": (
-        *PASSWORD_NEEDLES,
-        *("secret", "key", "token", "-u", "--user", "-p", "kennwort", "mot de passe", "contrase", "senha", "пароль"),
-    ),
-    "env_assignment": ("=",),
-    "session_cookie": ("cookie", "sess", "sid="),
-}
+_NEEDLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "private_key": ("private key", "putty-user-key-file", "age-secret-key-"),
+        "cloud_key": ("akia", "asia", "abia", "acca", "aiza", "gocspx-", "secret", "key=", "signature="),
+        "api_token": (
+            *("_", "-", "sg.", "sk", "ya29.", "hvs.", "dapi", "dp.pt.", "hooks.slack.com", ":aa", "sl.", "atlasv1"),
+            *("key", "token", "키", "토큰", "密钥", "密鑰", "令牌", "キー", "トークン", "openai", "mistral", "cohere"),
+            *("together", "deepgram", "groq", "gemini", "perplexity", "voyage", "elevenlabs", "assemblyai"),
+        ),
+        "jwt": ("eyj",),
+        "bearer_token": ("bearer", "authorization", "key", "token"),
+        "url_credentials": ("://",),
+        "connection_string": ("password=", "pwd="),
+        "password_assignment": (
+            *PASSWORD_NEEDLES,
+            *(
+                "secret",
+                "key",
+                "token",
+                "-u",
+                "--user",
+                "-p",
+                "kennwort",
+                "mot de passe",
+                "contrase",
+                "senha",
+                "пароль",
+            ),
+        ),
+        "env_assignment": ("=",),
+        "session_cookie": ("cookie", "sess", "sid="),
+    }
+)
 
 
-_NEEDLE_RES: dict[str, re.Pattern[str]] = {
-    category: re.compile("|".join(re.escape(needle) for needle in needles)) for category, needles in _NEEDLES.items()
-}
+_NEEDLE_RES: Mapping[str, re.Pattern[str]] = MappingProxyType(
+    {category: re.compile("|".join(re.escape(needle) for needle in needles)) for category, needles in _NEEDLES.items()}
+)
 # Any category's needle: most strings of a capture (refs, digests, short names) hold none, and then only
 # the detectors without needles need to run (one search instead of one per category).
 _ANY_NEEDLE_RE = re.compile("|".join(re.escape(needle) for needles in _NEEDLES.values() for needle in needles))

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import CandidateState, RecordState
 from engram_memory.engine.deps import Deps
+from engram_memory.engine.ports.agent_tx import BodiesTx
 from engram_memory.engine.ports.operations import CandidateStateRow
-from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.projection import index_fields
 from engram_memory.engine.sealing.seal import open_sealed
 from engram_memory.engine.verify.report import Checks, VerifyReport, scope_name
@@ -42,7 +43,7 @@ def check_bodies(
 
 def open_bodies(
     deps: Deps,
-    tx: StoreTx,
+    tx: BodiesTx,
     scope: Scope,
     live: Mapping[str, str],
     bodies: set[str],

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol
 
 from engram_memory.contract.canonical import CanonicalError, canonical_json
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.engine import journal
-from engram_memory.engine.ports.operations import CandidateStateRow, RawJournalRow
-from engram_memory.engine.ports.store import JournalEvent, Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import JournalTx
+from engram_memory.engine.ports.operations import CandidateStateRow, OperationsTx, RawJournalRow
+from engram_memory.engine.ports.store import JournalEvent, Scope
 from engram_memory.engine.verify.report import Checks, Problem, VerifyReport, scope_name
+
+
+class ChainTx(JournalTx, OperationsTx, Protocol):
+    """The journal, as the engine reads it and as its raw rows are stored."""
 
 
 class _BadRow(Exception):
@@ -107,7 +113,7 @@ class _Walk:
             yield event
 
 
-def check_journal(tx: StoreTx, scope: Scope, report: VerifyReport) -> journal.FoldedState | None:
+def check_journal(tx: ChainTx, scope: Scope, report: VerifyReport) -> journal.FoldedState | None:
     """The folded state when the chain and the head hold; otherwise reports the first break and returns None."""
     name = scope_name(scope)
     walk = _Walk()

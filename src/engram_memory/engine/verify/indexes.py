@@ -4,11 +4,14 @@ as their bodies say, and their statistics and the full-text engine's own check a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.states import RecordState
 from engram_memory.engine.deps import Deps
-from engram_memory.engine.ports.store import Scope, StoreTx
+from engram_memory.engine.ports.agent_tx import JournalTx, LexicalIndexTx
+from engram_memory.engine.ports.operations import OperationsTx
+from engram_memory.engine.ports.store import Scope
 from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.engine.recall.reindex import is_stale, scope_tokenizer
 from engram_memory.engine.recall.semantic import VectorCache
@@ -19,7 +22,11 @@ _CURRENT = RecordState.ACCEPTED_CURRENT.value
 _TOMBSTONED = RecordState.TOMBSTONED.value
 
 
-def check_tokenizer(tx: StoreTx, checks: Checks) -> bool:
+class IndexCheckTx(JournalTx, LexicalIndexTx, OperationsTx, Protocol):
+    """The indexes, against the records and journal they are built from."""
+
+
+def check_tokenizer(tx: LexicalIndexTx, checks: Checks) -> bool:
     """True when the scope's entries were built by another tokenizer: every entry of a CJK memory would
     then differ from its body, so one problem says why (and the entries are not compared one by one)."""
     stats = tx.index_stats(checks.scope)
@@ -34,7 +41,7 @@ def check_tokenizer(tx: StoreTx, checks: Checks) -> bool:
 
 
 def check_index(
-    tx: StoreTx,
+    tx: IndexCheckTx,
     checks: Checks,
     records: Mapping[str, str],
     fields: Mapping[str, Mapping[str, str]],
@@ -75,7 +82,7 @@ def check_index(
 
 
 def check_vectors(
-    deps: Deps, tx: StoreTx, scope: Scope, checks: Checks, records: Mapping[str, str], report: VerifyReport
+    deps: Deps, tx: IndexCheckTx, scope: Scope, checks: Checks, records: Mapping[str, str], report: VerifyReport
 ) -> None:
     """Vectors exist only for accepted_current records. A current record without one by this process's
     model is not a fault (the indexer may not have caught up, or the model changed): the next search of
@@ -101,7 +108,7 @@ def check_vectors(
 
 
 def check_shared_vectors(
-    cache: VectorCache, tx: StoreTx, scope: Scope, checks: Checks, records: Mapping[str, str]
+    cache: VectorCache, tx: JournalTx, scope: Scope, checks: Checks, records: Mapping[str, str]
 ) -> None:
     """The scope's shared vector files (engine/recall/shared_index.py), if it has any: written from this
     store's history, and holding no vector of a forgotten record."""

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from engram_memory.engine.ports.host_vault import HostKeyVault, VaultCounts
 from engram_memory.engine.ports.store import Store
 from engram_memory.host import postgres_home
 from engram_memory.host.backends.common import POSTGRES_STORE, postgres_home_errors
@@ -28,7 +29,6 @@ from engram_memory.host.settings import (
     is_postgres_url,
     store_settings,
 )
-from engram_memory.stores.sql.vault import HostKeyVault, VaultCounts
 from engram_memory.stores.sqlite.store import SQLiteStore
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engram_memory.engine.ports.host_vault import HostKeyVault, VaultCounts
 from engram_memory.host import postgres_home
 from engram_memory.host.backends.common import create_private, database_bytes, file_size, postgres_home_errors
 from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import HomeError, HostPaths, StoreSettings
-from engram_memory.stores.sql.vault import HostKeyVault, VaultCounts
 from engram_memory.stores.sqlite.vault import SQLiteKeyVault
 from engram_memory.stores.sqlite.vault import vault_counts as sqlite_vault_counts
 

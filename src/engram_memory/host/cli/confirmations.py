@@ -146,13 +146,13 @@ def _decide(confirmation_id: str, home: Path | None, approve_ttl_s: int | None, 
 
 def confirmations_approve(
     confirmation_id: Annotated[str, typer.Argument(metavar="ID")],
-    ttl: Annotated[int, typer.Option("--ttl", help="Seconds the approval stays valid (1-300).")] = 300,
+    ttl: Annotated[
+        int, typer.Option("--ttl", help=f"Seconds the approval stays valid (1-{APPROVAL_TTL_MAX_MS // 1000}).")
+    ] = APPROVAL_TTL_MAX_MS // 1000,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Approve one request: the agent's identical retry then executes, once."""
-    if not 1 <= ttl <= APPROVAL_TTL_MAX_MS // 1000:
-        fail(_("--ttl must be between 1 and 300 seconds"))
     _decide(confirmation_id, home, ttl, as_json)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from engram_memory.contract.instants import format_instant
@@ -9,28 +10,30 @@ from engram_memory.engine.ports.store import RecordRow
 from engram_memory.host.language.catalogue import N_
 
 # `records show`'s field names: in English the JSON's own keys, in other languages their words.
-FIELDS = {
-    name: name
-    for name in (
-        N_("record_id"),
-        N_("tenant"),
-        N_("workspace"),
-        N_("state"),
-        N_("record_digest"),
-        N_("candidate_id"),
-        N_("trust_class"),
-        N_("principal"),
-        N_("agent_id"),
-        N_("session"),
-        N_("captured_at"),
-        N_("admitted_at"),
-        N_("valid_from"),
-        N_("valid_to"),
-        N_("expires_at"),
-        N_("state_cursor"),
-        N_("superseded_by"),
-    )
-}
+FIELDS = MappingProxyType(
+    {
+        name: name
+        for name in (
+            N_("record_id"),
+            N_("tenant"),
+            N_("workspace"),
+            N_("state"),
+            N_("record_digest"),
+            N_("candidate_id"),
+            N_("trust_class"),
+            N_("principal"),
+            N_("agent_id"),
+            N_("session"),
+            N_("captured_at"),
+            N_("admitted_at"),
+            N_("valid_from"),
+            N_("valid_to"),
+            N_("expires_at"),
+            N_("state_cursor"),
+            N_("superseded_by"),
+        )
+    }
+)
 
 
 def instant(epoch_ms: int | None) -> str | None:

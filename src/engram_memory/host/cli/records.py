@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any
 
 import typer
@@ -40,20 +41,24 @@ ReasonOption = Annotated[
 ]
 _YesOption = Annotated[bool, typer.Option("--yes", help="Confirm: this cannot be undone.")]
 
-_PAST_TENSE = {
-    "dispute": N_("disputed"),
-    "resolve_dispute": N_("resolved"),
-    "supersede": N_("superseded"),
-    "mark_non_current": N_("marked non-current"),
-    "rewind": N_("rewound"),
-    "expire": N_("expired"),
-    "trust_invalidate": N_("trust-invalidated"),
-    "tombstone": N_("tombstoned"),
-}
-_STORE_FAULTS = {
-    ErrorCode.BLOB_MISSING: N_("the record's body or data key is missing; nothing was changed"),
-    ErrorCode.MUTATION_OUTCOME_UNKNOWN: N_("the commit may not have happened; check with 'records show'"),
-}
+_PAST_TENSE = MappingProxyType(
+    {
+        "dispute": N_("disputed"),
+        "resolve_dispute": N_("resolved"),
+        "supersede": N_("superseded"),
+        "mark_non_current": N_("marked non-current"),
+        "rewind": N_("rewound"),
+        "expire": N_("expired"),
+        "trust_invalidate": N_("trust-invalidated"),
+        "tombstone": N_("tombstoned"),
+    }
+)
+_STORE_FAULTS = MappingProxyType(
+    {
+        ErrorCode.BLOB_MISSING: N_("the record's body or data key is missing; nothing was changed"),
+        ErrorCode.MUTATION_OUTCOME_UNKNOWN: N_("the commit may not have happened; check with 'records show'"),
+    }
+)
 _UNAVAILABLE = N_("the store is unavailable; nothing was changed")
 # The CLI's table has less room than the console's page.
 LIST_PREVIEW_CHARS = 60

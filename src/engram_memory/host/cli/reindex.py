@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Annotated
 
 import typer
@@ -25,7 +26,7 @@ from engram_memory.host.language.catalogue import N_, _, speaking
 from engram_memory.host.language.choice import DEFAULT
 from engram_memory.host.language.formats import number
 
-_PHASES = {"lexical": N_("re-tokenizing memories"), "semantic": N_("embedding memories")}
+_PHASES = MappingProxyType({"lexical": N_("re-tokenizing memories"), "semantic": N_("embedding memories")})
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any
 
 import typer
@@ -21,7 +22,6 @@ from rich.text import Text
 
 from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
-from engram_memory.engine.admission.policy import PolicyError
 from engram_memory.engine.admission.review import (
     CandidateDecided,
     FamilyMember,
@@ -36,21 +36,23 @@ from engram_memory.host.language.catalogue import N_, _, ngettext
 from engram_memory.host.language.formats import number, when
 from engram_memory.host.language.words import refusal as refusal_words
 from engram_memory.host.language.words import review_reason
-from engram_memory.host.policy_file import read_policy
+from engram_memory.host.review_decisions import PolicyUnreadable, ReviewChoice, decide
 from engram_memory.host.terminal import inline
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="A candidate id from `review list`.")]
 ReasonOption = Annotated[
     str | None, typer.Option("--reason", help="Why, as a ref kept in the journal (a ticket id, not prose).")
 ]
-_REASONS = {
-    ErrorCode.POLICY_UNAVAILABLE: N_("policy.toml cannot be read; fix it, then decide again"),
-    ErrorCode.POLICY_STALE: N_("the policy changed while deciding; run the command again"),
-    ErrorCode.BLOB_MISSING: N_("the candidate's sealed body or its data key is gone"),
-    ErrorCode.MUTATION_OUTCOME_UNKNOWN: N_(
-        "the store could not confirm the commit; `review list --all` shows whether the candidate is still pending"
-    ),
-}
+_REASONS = MappingProxyType(
+    {
+        ErrorCode.POLICY_UNAVAILABLE: N_("policy.toml cannot be read; fix it, then decide again"),
+        ErrorCode.POLICY_STALE: N_("the policy changed while deciding; run the command again"),
+        ErrorCode.BLOB_MISSING: N_("the candidate's sealed body or its data key is gone"),
+        ErrorCode.MUTATION_OUTCOME_UNKNOWN: N_(
+            "the store could not confirm the commit; `review list --all` shows whether the candidate is still pending"
+        ),
+    }
+)
 _UNAVAILABLE = N_("the store is unavailable")
 
 
@@ -234,37 +236,12 @@ def _decision_json(decision: ReviewDecision) -> dict[str, Any]:
     }
 
 
-def _require_policy(path: Path) -> None:
-    """A decision names the policy in force; say why there is none in the host's own words first."""
-    try:
-        read_policy(path)
-    except PolicyError as exc:
-        fail(_("POLICY_UNAVAILABLE: {reason} ({path}); fix it, then decide again").format(reason=exc, path=path))
-    except OSError as exc:
-        fail(
-            _("POLICY_UNAVAILABLE: cannot read {path} ({strerror}); fix it, then decide again").format(
-                path=path, strerror=exc.strerror
-            )
-        )
-
-
-def _decide(
-    candidate_id: str,
-    home: Path | None,
-    *,
-    accept: bool,
-    reason: str | None,
-    as_json: bool,
-    supersede: bool | None = None,
-) -> None:
+def _decide(candidate_id: str, home: Path | None, choice: ReviewChoice, *, reason: str | None, as_json: bool) -> None:
     with opened_engine(home) as (engine, paths), _refusals():
-        _require_policy(paths.policy)
-        if accept:
-            decision = engine.accept_candidate(
-                candidate_id, decided_by=current_user(), reason_ref=reason, supersede=supersede
-            )
-        else:
-            decision = engine.reject_candidate(candidate_id, decided_by=current_user(), reason_ref=reason)
+        try:
+            decision = decide(engine, paths.policy, candidate_id, choice, decided_by=current_user(), reason_ref=reason)
+        except PolicyUnreadable as unreadable:
+            fail(str(unreadable))
     if as_json:
         sys.stdout.write(json.dumps(_decision_json(decision)) + "\n")
         return
@@ -326,12 +303,14 @@ def review_accept(
     Without --supersede or --keep-both, the policy's family rules decide what it supersedes."""
     if supersede and keep_both:
         fail(_("choose one of --supersede and --keep-both"))
-    choice = True if supersede else (False if keep_both else None)
-    _decide(candidate_id, home, accept=True, reason=reason, as_json=as_json, supersede=choice)
+    choice = (
+        ReviewChoice.ACCEPT_SUPERSEDE if supersede else (ReviewChoice.ACCEPT_KEEP if keep_both else ReviewChoice.ACCEPT)
+    )
+    _decide(candidate_id, home, choice, reason=reason, as_json=as_json)
 
 
 def review_reject(
     candidate_id: IdArgument, reason: ReasonOption = None, home: HomeOption = None, as_json: JsonOption = False
 ) -> None:
     """Reject one pending candidate: its body and data key are destroyed."""
-    _decide(candidate_id, home, accept=False, reason=reason, as_json=as_json)
+    _decide(candidate_id, home, ReviewChoice.REJECT, reason=reason, as_json=as_json)

@@ -6,6 +6,7 @@ import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated
 
 import anyio
@@ -41,20 +42,22 @@ def register(app: typer.Typer) -> None:
 
 
 # Options that only mean something over HTTP: given without --http they are refused, never ignored.
-_HTTP_ONLY = {
-    "host": "--host",
-    "port": "--port",
-    "allow_remote": "--allow-remote",
-    "header_timeout": "--header-timeout",
-    "body_timeout": "--body-timeout",
-    "max_connections": "--max-connections",
-    "metrics_port": "--metrics-port",
-    "access_log": "--access-log",
-    "public_url": "--public-url",
-    "trust_issuer": "--trust-issuer",
-    "tls_cert": "--tls-cert",
-    "tls_key": "--tls-key",
-}
+_HTTP_ONLY = MappingProxyType(
+    {
+        "host": "--host",
+        "port": "--port",
+        "allow_remote": "--allow-remote",
+        "header_timeout": "--header-timeout",
+        "body_timeout": "--body-timeout",
+        "max_connections": "--max-connections",
+        "metrics_port": "--metrics-port",
+        "access_log": "--access-log",
+        "public_url": "--public-url",
+        "trust_issuer": "--trust-issuer",
+        "tls_cert": "--tls-cert",
+        "tls_key": "--tls-key",
+    }
+)
 
 
 def _checked_binding(

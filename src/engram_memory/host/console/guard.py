@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from http.cookies import SimpleCookie
+from types import MappingProxyType
 
 from starlette.datastructures import Headers
 from starlette.responses import RedirectResponse, Response
@@ -25,14 +26,16 @@ OPEN_PATHS = frozenset({"/login"})
 OPEN_PREFIX = "/static/"
 MAX_BODY_BYTES = 64 * 1024
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
-_HEADERS = {
-    "content-security-policy": "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "x-content-type-options": "nosniff",
-    "x-frame-options": "DENY",
-    "referrer-policy": "same-origin",
-    "cache-control": "no-store",
-}
+_HEADERS = MappingProxyType(
+    {
+        "content-security-policy": "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        "x-content-type-options": "nosniff",
+        "x-frame-options": "DENY",
+        "referrer-policy": "same-origin",
+        "cache-control": "no-store",
+    }
+)
 _log = logging.getLogger("engram_memory.console")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -21,14 +22,16 @@ from engram_memory.host.language.catalogue import N_, _
 from engram_memory.host.operations_stats import gather_stats
 
 _verifying = threading.Lock()
-FILE_NAMES = {
-    "store_bytes": N_("Store file"),
-    "store_wal_bytes": N_("Store write-ahead log"),
-    "store_database_bytes": N_("Store database"),
-    "vault_bytes": N_("Vault file"),
-    "vault_wal_bytes": N_("Vault write-ahead log"),
-    "vault_database_bytes": N_("Vault database"),
-}
+FILE_NAMES = MappingProxyType(
+    {
+        "store_bytes": N_("Store file"),
+        "store_wal_bytes": N_("Store write-ahead log"),
+        "store_database_bytes": N_("Store database"),
+        "vault_bytes": N_("Vault file"),
+        "vault_wal_bytes": N_("Vault write-ahead log"),
+        "vault_database_bytes": N_("Vault database"),
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from starlette.responses import Response
 
 from engram_memory.contract.errors import ContractError
 from engram_memory.contract.payloads import primary_text
-from engram_memory.engine.admission.policy import PolicyError
 from engram_memory.engine.admission.review import CandidateView, ReviewDecision, ReviewError
 from engram_memory.host.console.context import console_of, reason_field, text_field
 from engram_memory.host.console.marks import Marker, Piece
@@ -23,10 +22,10 @@ from engram_memory.host.console.views import after_decision, fragment, live, ren
 from engram_memory.host.language.catalogue import _
 from engram_memory.host.language.words import refusal as refusal_words
 from engram_memory.host.language.words import review_reason
-from engram_memory.host.policy_file import read_policy
+from engram_memory.host.review_decisions import PolicyUnreadable, ReviewChoice, decide
 
 SHOWN = 50
-CHOICES = {"accept": None, "accept_supersede": True, "accept_keep": False, "reject": None}
+CHOICES = frozenset(ReviewChoice)
 
 
 @dataclass(frozen=True)
@@ -167,16 +166,16 @@ def queue_decide(request: Request, form: FormData) -> Response:
         return after_decision("/queue", _("Choose accept or reject for a candidate."))
     reason = reason_field(form)
     try:
-        read_policy(console.paths.policy)
-    except (PolicyError, OSError):
-        return after_decision("/queue", _("policy.toml cannot be read; fix it, then decide again."))
-    try:
-        if choice == "reject":
-            decision = console.engine.reject_candidate(candidate_id, decided_by=console.decided_by, reason_ref=reason)
-        else:
-            decision = console.engine.accept_candidate(
-                candidate_id, decided_by=console.decided_by, reason_ref=reason, supersede=CHOICES[str(choice)]
-            )
+        decision = decide(
+            console.engine,
+            console.paths.policy,
+            candidate_id,
+            ReviewChoice(str(choice)),
+            decided_by=console.decided_by,
+            reason_ref=reason,
+        )
+    except PolicyUnreadable as unreadable:
+        return after_decision("/queue", str(unreadable))
     except ReviewError as refused:
         return after_decision("/queue", _("Not decided: {reason}").format(reason=refusal_words(refused)))
     except ContractError as fault:

@@ -31,7 +31,7 @@ from engram_memory.host.transfer import TransferError, export_lines
 
 # Each current record shown is read (audited) for its preview, so a page lists fewer than the CLI does.
 SHOWN = 100
-STATES = [state.value for state in RecordState]
+STATES = tuple(state.value for state in RecordState)
 
 
 def _filters(request: Request) -> dict[str, str]:

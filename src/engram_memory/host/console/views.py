@@ -7,6 +7,8 @@ or a token leaks through an error.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,24 +35,26 @@ _UNREADABLE_FORM = (
     N_("Not accepted"),
     N_("The form could not be read. Go back, reload the page and try again."),
 )
-REFUSALS: dict[int, tuple[str, str]] = {
-    400: _UNREADABLE_FORM,
-    401: (N_("Sign-in needed"), N_("Open the one-time link the console printed in its terminal when it started.")),
-    403: (N_("Refused"), N_("This request was refused. Reload the page and try again.")),
-    404: (N_("Not found"), N_("There is nothing here.")),
-    405: (N_("Not allowed"), N_("This address does not take that kind of request.")),
-    409: (
-        N_("Not possible now"),
-        N_("This can no longer be done in its current state. Reload the page to see it."),
-    ),
-    411: _UNREADABLE_FORM,
-    413: (N_("Too large"), N_("The form was too large.")),
-    500: (
-        N_("Something went wrong"),
-        N_("The console could not finish this request. Nothing was changed by it."),
-    ),
-    503: (N_("Store unavailable"), N_("The store could not be reached. Try again in a moment.")),
-}
+REFUSALS: Mapping[int, tuple[str, str]] = MappingProxyType(
+    {
+        400: _UNREADABLE_FORM,
+        401: (N_("Sign-in needed"), N_("Open the one-time link the console printed in its terminal when it started.")),
+        403: (N_("Refused"), N_("This request was refused. Reload the page and try again.")),
+        404: (N_("Not found"), N_("There is nothing here.")),
+        405: (N_("Not allowed"), N_("This address does not take that kind of request.")),
+        409: (
+            N_("Not possible now"),
+            N_("This can no longer be done in its current state. Reload the page to see it."),
+        ),
+        411: _UNREADABLE_FORM,
+        413: (N_("Too large"), N_("The form was too large.")),
+        500: (
+            N_("Something went wrong"),
+            N_("The console could not finish this request. Nothing was changed by it."),
+        ),
+        503: (N_("Store unavailable"), N_("The store could not be reached. Try again in a moment.")),
+    }
+)
 
 NAV = (
     ("queue", "/queue", N_("Review queue")),
@@ -62,7 +66,7 @@ NAV = (
     ("health", "/health", N_("Health")),
 )
 # Each language named in itself, for the console's language setting.
-LANGUAGE_NAMES = {language: language.babel.display_name or language.value for language in Language}
+LANGUAGE_NAMES = MappingProxyType({language: language.babel.display_name or language.value for language in Language})
 
 _ENV.filters["when"] = when
 _ENV.filters["number"] = number

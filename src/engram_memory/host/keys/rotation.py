@@ -15,13 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.engine.ports.host_vault import HostKeyVault, Rewrap, VaultKey
 from engram_memory.engine.ports.store import WrappedKey
 from engram_memory.engine.sealing.keys import StaticKeyRing
 from engram_memory.host.compose import open_vault
 from engram_memory.host.keys.files import RingFile, new_kek, read_ring_file, write_ring_file
 from engram_memory.host.language.catalogue import _
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sql.vault import HostKeyVault, Rewrap, VaultKey
 
 DEFAULT_BATCH_SIZE = 500
 LOCK_FILE = "rotate-keys.lock"

@@ -31,7 +31,7 @@ from engram_memory.host.outbound import https_or_loopback
 
 logger = logging.getLogger(__name__)
 
-ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
+ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 METADATA_PATHS = ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server")
 MAX_METADATA_BYTES = 256 * 1024
 LEEWAY_S = 30
@@ -177,7 +177,7 @@ def _identity(claims: dict[str, Any]) -> Identity:
     )
 
 
-_TOOLS = {tool.value for tool in ALL_TOOLS}
+_TOOLS = frozenset(tool.value for tool in ALL_TOOLS)
 
 
 def _scopes(claims: dict[str, Any]) -> set[str]:

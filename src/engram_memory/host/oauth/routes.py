@@ -37,7 +37,7 @@ REGISTRATION_PATH = "/register"
 REVOCATION_PATH = "/revoke"
 AUTHORIZE_PATH = "/authorize"
 MAX_REGISTRATION_BYTES = 64 * 1024
-SCOPES = [tool.value for tool in ALL_TOOLS]
+SCOPES = tuple(tool.value for tool in ALL_TOOLS)
 
 
 class RewrittenBody:
@@ -113,10 +113,10 @@ def authorization_routes(service: SignInService, *, secure_cookie: bool, loopbac
     too; otherwise only public addresses are fetched."""
     provider = HostAuthorizationProvider(service, loopback_documents=loopback)
     issuer = AnyHttpUrl(service.settings.issuer)
-    registration = ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES, default_scopes=SCOPES)
+    registration = ClientRegistrationOptions(enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES))
     revocation = RevocationOptions(enabled=True)
     metadata = build_metadata(issuer, None, registration, revocation)
-    metadata.scopes_supported = SCOPES
+    metadata.scopes_supported = list(SCOPES)
     metadata.token_endpoint_auth_methods_supported = ["none"]
     metadata.revocation_endpoint_auth_methods_supported = ["none"]
     metadata.authorization_response_iss_parameter_supported = True

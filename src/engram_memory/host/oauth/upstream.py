@@ -32,7 +32,7 @@ from engram_memory.host.outbound import tls_context
 
 ROUND_TRIP_AUDIENCE = "engram-memory/upstream"
 ROUND_TRIP_S = 600
-ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
+ID_TOKEN_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA")
 MAX_METADATA_BYTES = 256 * 1024
 CALLBACK_PATH = "/sign-in/callback"
 OFFLINE_SCOPE = "offline_access"

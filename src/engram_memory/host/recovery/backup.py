@@ -23,6 +23,7 @@ from engram_memory.contract.errors import ContractError, ErrorCode
 from engram_memory.contract.instants import format_instant
 from engram_memory.engine import journal
 from engram_memory.engine.clock import SystemClock
+from engram_memory.engine.ports.host_vault import VaultImage
 from engram_memory.engine.ports.store import Clock
 from engram_memory.host.backends import store_backend
 from engram_memory.host.compose import open_vault
@@ -38,7 +39,6 @@ from engram_memory.host.recovery.manifest import (
     store_facts,
 )
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sql.vault import VaultImage
 from engram_memory.stores.sqlite.snapshot import SnapshotQueries
 
 

@@ -20,9 +20,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.keywrap import InvalidUnwrap, aes_key_unwrap, aes_key_wrap
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.engine.ports.host_vault import DestroyedKey, HeldKey, VaultImage
 from engram_memory.engine.ports.store import IssuedBindingRow, KeyRing, RevocationRow, Scope, WrappedKey
 from engram_memory.host.recovery.archive import ArchiveInvalid
-from engram_memory.stores.sql.vault import DestroyedKey, HeldKey, VaultImage
 
 SECTION_FORMAT = "engram-memory/backup-keys"
 SECTION_VERSION = 1

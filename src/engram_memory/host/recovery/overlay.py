@@ -12,8 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
+from engram_memory.engine.ports.host_vault import HeldKey, VaultImage
 from engram_memory.engine.ports.store import IssuedBindingRow, KeyVault, RevocationRow, Scope, WrappedKey
-from engram_memory.stores.sql.vault import HeldKey, VaultImage
 
 
 class RestoringVault:

@@ -24,6 +24,7 @@ from engram_memory.contract.errors import ContractError
 from engram_memory.engine import journal
 from engram_memory.engine.clock import SystemClock
 from engram_memory.engine.lifecycle.shredded import Settled
+from engram_memory.engine.ports.host_vault import AdoptedCounts
 from engram_memory.engine.ports.store import Clock, JournalEvent, KeyVault, Scope
 from engram_memory.host.backends import store_backend, vault_backend
 from engram_memory.host.compose import open_vault, working_engine
@@ -50,7 +51,6 @@ from engram_memory.host.recovery.manifest import (
 )
 from engram_memory.host.recovery.overlay import RestoringVault
 from engram_memory.host.settings import HostPaths
-from engram_memory.stores.sql.vault import AdoptedCounts
 from engram_memory.stores.sqlite.store import IN_MEMORY, SQLiteStore
 
 # Why a restore erased a body: its data key was destroyed (forget, withdraw, admission) after the backup.

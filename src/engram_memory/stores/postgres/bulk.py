@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram_memory.contract.canonical import canonical_json
+from engram_memory.engine.ports.lexical import FIELDS
 from engram_memory.engine.ports.rows import CandidateRow, IdempotencyRow, JournalEvent, RecordRow, Scope
-from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.postgres.deferred import (
     BodyDiscard,
     BodyPut,

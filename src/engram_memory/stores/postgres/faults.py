@@ -5,20 +5,24 @@ Imported only by the PostgreSQL store and vault, so `import engram_memory` never
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import psycopg
 
 from engram_memory.engine.ports.faults import StoreFault
 from engram_memory.stores.sql.faults import Faults
 
-_FAULTS = {
-    # The server rolled the transaction back for a concurrent one: run it again.
-    "40001": StoreFault.CONFLICT,  # serialization_failure
-    "40P01": StoreFault.CONFLICT,  # deadlock_detected
-    "55P03": StoreFault.BUSY,  # lock_not_available: lock_timeout ran out, as SQLite's busy timeout does
-    "53100": StoreFault.FULL,  # disk_full
-    "XX001": StoreFault.CORRUPT,  # data_corrupted
-    "XX002": StoreFault.CORRUPT,  # index_corrupted
-}
+_FAULTS = MappingProxyType(
+    {
+        # The server rolled the transaction back for a concurrent one: run it again.
+        "40001": StoreFault.CONFLICT,  # serialization_failure
+        "40P01": StoreFault.CONFLICT,  # deadlock_detected
+        "55P03": StoreFault.BUSY,  # lock_not_available: lock_timeout ran out, as SQLite's busy timeout does
+        "53100": StoreFault.FULL,  # disk_full
+        "XX001": StoreFault.CORRUPT,  # data_corrupted
+        "XX002": StoreFault.CORRUPT,  # index_corrupted
+    }
+)
 
 
 def postgres_fault(exc: BaseException) -> StoreFault:

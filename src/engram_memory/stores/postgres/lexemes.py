@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from types import MappingProxyType
 
+from engram_memory.engine.ports.lexical import FIELDS
 from engram_memory.engine.ports.rows import Scope
-from engram_memory.engine.recall.ranking import FIELDS
 
 # Tokens longer than this are indexed (and queried) by digest: a tsvector lexeme holds at most 2047 bytes.
 MAX_LEXEME_BYTES = 255
 # Each field's label, as engram_index_tsvector gives them (D is tsvector's default and prints bare).
-FIELD_LABELS = {"primary": "A", "decision": "B", "evidence": "C", "context": "D", "citations": "D"}
+FIELD_LABELS = MappingProxyType({"primary": "A", "decision": "B", "evidence": "C", "context": "D", "citations": "D"})
 
 
 def scope_token(scope: Scope) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from engram_memory.engine.ports.lexical import FIELDS
 from engram_memory.engine.ports.store import Scope
-from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.postgres.connection import PsycopgConnection
 from engram_memory.stores.sql.postings import TERM_DEPTH, impacts_of, weighted_terms
 

@@ -16,11 +16,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from engram_memory.engine.ports.lexical import FIELD_WEIGHTS, FIELDS
 from engram_memory.engine.ports.rows import (
     AuditRow,
 )
 from engram_memory.engine.ports.store import IndexedDoc, IndexStats, Scope
-from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.connection import PsycopgConnection
 from engram_memory.stores.postgres.deferred import IndexEntry as DeferredEntry

@@ -8,6 +8,7 @@ second wall), must not own the tables, and gets exactly the privileges the agent
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import psycopg
 from psycopg import sql
@@ -15,29 +16,33 @@ from psycopg import sql
 from engram_memory.stores.postgres.connection import Connection
 
 # What agent calls do to each store table (the host's review, maintenance and statistics run as the owner).
-STORE_GRANTS: Mapping[str, str] = {
-    "schema_migrations": "SELECT",
-    "scopes": "SELECT, INSERT, UPDATE",
-    "journal": "SELECT, INSERT",
-    "candidates": "SELECT, INSERT, UPDATE",
-    "records": "SELECT, INSERT, UPDATE",
-    "sealed_bodies": "SELECT, INSERT, DELETE",
-    "lexical_index": "SELECT, INSERT, DELETE",
-    "lexical_postings": "SELECT, INSERT, DELETE",
-    "lexical_terms": "SELECT, INSERT, UPDATE, DELETE",
-    "record_vectors": "SELECT, INSERT, DELETE",
-    "tombstones": "SELECT, INSERT",
-    "record_families": "SELECT, INSERT, DELETE",
-    "idempotency": "SELECT, INSERT",
-    "confirmations": "SELECT, INSERT, UPDATE",
-    "audit_log": "INSERT",
-    "erasure_requests": "INSERT",
-}
-VAULT_GRANTS: Mapping[str, str] = {
-    "schema_migrations": "SELECT",
-    "data_keys": "SELECT, INSERT",
-    "revocations": "SELECT",
-}
+STORE_GRANTS: Mapping[str, str] = MappingProxyType(
+    {
+        "schema_migrations": "SELECT",
+        "scopes": "SELECT, INSERT, UPDATE",
+        "journal": "SELECT, INSERT",
+        "candidates": "SELECT, INSERT, UPDATE",
+        "records": "SELECT, INSERT, UPDATE",
+        "sealed_bodies": "SELECT, INSERT, DELETE",
+        "lexical_index": "SELECT, INSERT, DELETE",
+        "lexical_postings": "SELECT, INSERT, DELETE",
+        "lexical_terms": "SELECT, INSERT, UPDATE, DELETE",
+        "record_vectors": "SELECT, INSERT, DELETE",
+        "tombstones": "SELECT, INSERT",
+        "record_families": "SELECT, INSERT, DELETE",
+        "idempotency": "SELECT, INSERT",
+        "confirmations": "SELECT, INSERT, UPDATE",
+        "audit_log": "INSERT",
+        "erasure_requests": "INSERT",
+    }
+)
+VAULT_GRANTS: Mapping[str, str] = MappingProxyType(
+    {
+        "schema_migrations": "SELECT",
+        "data_keys": "SELECT, INSERT",
+        "revocations": "SELECT",
+    }
+)
 VAULT_FUNCTIONS = ("engram_destroy_data_keys(text[], bigint)",)
 
 

@@ -9,9 +9,10 @@ These statements span every scope on purpose: a backup copies, and a restore fil
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from types import MappingProxyType
 
+from engram_memory.engine.ports.lexical import FIELDS
 from engram_memory.engine.ports.store import Scope, ScopeHead
-from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.postgres import postings
 from engram_memory.stores.postgres.connection import PsycopgConnection
 from engram_memory.stores.postgres.lexemes import index_tsvector, scope_token
@@ -29,7 +30,9 @@ ARCHIVED_TABLES = (
     "confirmations",
     "audit_log",
 )
-_ORDER = {"journal": "tenant, workspace, cursor", "records": "rid", "audit_log": "seq", "scopes": "tenant, workspace"}
+_ORDER = MappingProxyType(
+    {"journal": "tenant, workspace, cursor", "records": "rid", "audit_log": "seq", "scopes": "tenant, workspace"}
+)
 _IDENTITIES = (("records", "rid"), ("audit_log", "seq"))
 
 

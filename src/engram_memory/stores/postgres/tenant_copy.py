@@ -9,6 +9,7 @@ past the largest copied. An audit row takes the target's next sequence number. O
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from psycopg import sql
@@ -17,7 +18,7 @@ from engram_memory.stores.postgres.connection import Connection
 from engram_memory.stores.postgres.store import WRITE_LOCK
 
 # Copied without these columns: the target numbers the rows itself.
-_RENUMBERED = {"audit_log": "seq"}
+_RENUMBERED = MappingProxyType({"audit_log": "seq"})
 
 
 def tenant_tables(connection: Connection) -> list[str]:

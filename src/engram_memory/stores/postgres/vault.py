@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from engram_memory.contract.errors import ContractError
+from engram_memory.engine.ports.host_vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
 from engram_memory.engine.ports.store import IssuedBindingRow, RevocationRow, Scope, WrappedKey
 from engram_memory.stores.postgres.connection import Connection, PsycopgConnection, open_pool
 from engram_memory.stores.postgres.faults import POSTGRES
@@ -24,7 +25,6 @@ from engram_memory.stores.postgres.migrate import VAULT_MIGRATIONS, migrate, pen
 from engram_memory.stores.postgres.store import CONNECT_TIMEOUT_S, SchemaNotCurrent
 from engram_memory.stores.sql.issued import INSERT_ISSUED, WAS_ISSUED, issued_query, issued_row, issued_values
 from engram_memory.stores.sql.sign_in import SqlSignInStore
-from engram_memory.stores.sql.vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
 from engram_memory.stores.sql.vault_image import adopt_image, read_image
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from engram_memory.engine.recall.ranking import IMPACT_SCALE, idf, term_impacts
+from engram_memory.engine.ports.lexical import IMPACT_SCALE, idf, term_impacts
 from engram_memory.engine.recall.text import STOP_WORDS, stem
 
 # Postings read per query term: a term held by fewer memories is read whole.

@@ -3,10 +3,10 @@ statements for the SQLite and PostgreSQL vaults, run inside the transaction each
 
 from __future__ import annotations
 
+from engram_memory.engine.ports.host_vault import AdoptedCounts, DestroyedKey, HeldKey, VaultImage
 from engram_memory.engine.ports.store import RevocationRow, Scope, WrappedKey
 from engram_memory.stores.sql.connection import SqlConnection
 from engram_memory.stores.sql.issued import INSERT_ISSUED, issued_row, issued_values
-from engram_memory.stores.sql.vault import AdoptedCounts, DestroyedKey, HeldKey, VaultImage
 
 _ALL_ISSUED = (
     "SELECT token_id, tenant, workspace, principal, agent_id, session, purpose_ref, grants,"

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import sqlite3
+from types import MappingProxyType
 
 from engram_memory.engine.ports.faults import StoreFault
 from engram_memory.stores.sql.faults import Faults
 
 # Primary result codes (the low byte of an extended code such as SQLITE_CORRUPT_VTAB or SQLITE_BUSY_SNAPSHOT).
-_FAULTS = {
-    sqlite3.SQLITE_CORRUPT: StoreFault.CORRUPT,  # "database disk image is malformed"
-    sqlite3.SQLITE_NOTADB: StoreFault.CORRUPT,  # "file is not a database"
-    sqlite3.SQLITE_BUSY: StoreFault.BUSY,  # "database is locked": the busy timeout ran out
-    sqlite3.SQLITE_LOCKED: StoreFault.BUSY,  # "database table is locked", by this connection's own statement
-    sqlite3.SQLITE_FULL: StoreFault.FULL,  # "database or disk is full"
-}
+_FAULTS = MappingProxyType(
+    {
+        sqlite3.SQLITE_CORRUPT: StoreFault.CORRUPT,  # "database disk image is malformed"
+        sqlite3.SQLITE_NOTADB: StoreFault.CORRUPT,  # "file is not a database"
+        sqlite3.SQLITE_BUSY: StoreFault.BUSY,  # "database is locked": the busy timeout ran out
+        sqlite3.SQLITE_LOCKED: StoreFault.BUSY,  # "database table is locked", by this connection's own statement
+        sqlite3.SQLITE_FULL: StoreFault.FULL,  # "database or disk is full"
+    }
+)
 
 
 def sqlite_fault(exc: BaseException) -> StoreFault:

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from engram_memory.engine.ports.lexical import FIELDS, term_impacts
 from engram_memory.engine.ports.store import Scope
-from engram_memory.engine.recall.ranking import FIELDS, term_impacts
 from engram_memory.stores.sql.postings import TERM_DEPTH, UNPOSTED, posted, weighted_terms
 
 # Every index row with its scope and field texts, in rowid order.

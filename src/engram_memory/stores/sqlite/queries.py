@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram_memory.engine.ports.faults import StoreFault
+from engram_memory.engine.ports.lexical import FIELD_WEIGHTS, FIELDS
 from engram_memory.engine.ports.store import IndexedDoc, Scope
-from engram_memory.engine.recall.ranking import FIELD_WEIGHTS, FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.queries.index_reads import FIELD_COLUMNS
 from engram_memory.stores.sql.queries.transaction import SqlTx

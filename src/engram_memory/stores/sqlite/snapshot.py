@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
+from engram_memory.engine.ports.lexical import FIELDS
 from engram_memory.engine.ports.store import Scope, ScopeHead
-from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.sqlite.queries import SQLiteTx
 
 # The full-text index and its shadow tables, and the embeddings: derived from plaintext, so never

@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from engram_memory.engine.ports.host_vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
 from engram_memory.engine.ports.store import IssuedBindingRow, RevocationRow, Scope, WrappedKey
 from engram_memory.stores.sql.issued import INSERT_ISSUED, WAS_ISSUED, issued_query, issued_row, issued_values
 from engram_memory.stores.sql.sign_in import SqlSignInStore
-from engram_memory.stores.sql.vault import AdoptedCounts, Rewrap, VaultCounts, VaultImage, VaultKey
 from engram_memory.stores.sql.vault_image import adopt_image, read_image
 from engram_memory.stores.sqlite.faults import SQLITE
 from engram_memory.stores.sqlite.migrate import migrate

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engram_memory.engine.ports.lexical import FIELDS
 from engram_memory.engine.ports.operations import IndexEntry
 from engram_memory.engine.ports.rows import Scope
-from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.sql.base import SqlBase
 
 FIELD_COLUMNS = tuple(f"f_{name}" for name in FIELDS)

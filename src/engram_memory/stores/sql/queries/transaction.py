@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator, Sequence
 
 from engram_memory.contract.canonical import canonical_json
+from engram_memory.engine.ports.lexical import FIELDS
 from engram_memory.engine.ports.store import (
     AuditRow,
     CandidateRow,
@@ -23,7 +24,6 @@ from engram_memory.engine.ports.store import (
     ScopeHead,
     SealedBody,
 )
-from engram_memory.engine.recall.ranking import FIELDS
 from engram_memory.stores.sql.base import StoreInvariantError
 from engram_memory.stores.sql.connection import SqlConnection
 from engram_memory.stores.sql.queries.confirmations import ConfirmationQueries
